@@ -1,0 +1,3 @@
+from txmq.cli.main import main
+
+main()

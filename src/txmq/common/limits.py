@@ -1,0 +1,86 @@
+"""Every bound txmq enforces, in one place, with the relationships between them checked at import.
+
+Names follow the TigerStyle convention: the unit and qualifier come last (``body_bytes_max``).
+Edges (gRPC, remoting, SDK, CLI) enforce these with a specific error before anything is stored.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+KiB: Final = 1024
+MiB: Final = 1024 * KiB
+
+# Messages
+body_bytes_max: Final = 4 * MiB  # RocketMQ maxMessageSize
+properties_bytes_max: Final = 32 * KiB  # RocketMQ stores a 2-byte properties length
+property_count_max: Final = 128
+tag_bytes_max: Final = 1024
+key_bytes_max: Final = 1024
+keys_count_max: Final = 64
+message_group_bytes_max: Final = 1024
+batch_bytes_max: Final = 4 * MiB  # a batch send, all bodies together
+batch_count_max: Final = 1024
+
+# Names (RocketMQ TopicValidator): ^[%|a-zA-Z0-9_-]+$
+topic_name_len_max: Final = 127
+group_name_len_max: Final = 120
+retry_topic_name_len_max: Final = 255
+name_pattern: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+
+# Queues
+queues_per_topic_max: Final = 1024
+queues_per_topic_default: Final = 4
+
+# Wire
+frame_bytes_max: Final = 16 * MiB  # remoting NettyDecoder FRAME_MAX_LENGTH
+grpc_message_bytes_max: Final = 16 * MiB
+remoting_header_bytes_max: Final = 64 * KiB
+
+# Consumption
+receive_batch_max: Final = 1024
+pull_batch_max: Final = 1024
+pull_bytes_max: Final = 8 * MiB
+invisible_duration_ms_min: Final = 1_000
+invisible_duration_ms_max: Final = 12 * 3_600_000
+long_polling_ms_max: Final = 60_000
+inflight_per_group_max: Final = 100_000
+max_delivery_attempts_default: Final = 17  # 16 retries + the first delivery
+
+# Delays
+delay_ms_max_default: Final = 3 * 86_400_000  # 3 days, RocketMQ 5 timerMaxDelaySec
+
+# Storage
+record_bytes_max: Final = body_bytes_max + properties_bytes_max + 64 * KiB
+segment_bytes_default: Final = 1024 * MiB
+segment_bytes_min: Final = 4 * KiB
+consume_queue_unit_bytes: Final = 20
+consume_queue_units_per_file_default: Final = 300_000
+
+# Transactions
+transaction_timeout_ms_default: Final = 6_000
+transaction_check_interval_ms_default: Final = 30_000
+transaction_check_max_default: Final = 15
+transaction_check_batch_max: Final = 1_000  # half messages examined per check round
+
+# Back-pressure
+send_pending_bytes_max: Final = 256 * MiB
+connections_max: Final = 10_000
+
+
+def validate_limits() -> None:
+    """Relationships between limits; raises AssertionError at import if someone breaks them."""
+    if not body_bytes_max + properties_bytes_max < record_bytes_max:
+        raise AssertionError("a maximal message must fit one record")
+    if not record_bytes_max < frame_bytes_max:
+        raise AssertionError("a maximal record must fit one frame")
+    if not batch_bytes_max <= frame_bytes_max:
+        raise AssertionError("a maximal batch must fit one frame")
+    if not record_bytes_max < segment_bytes_default:
+        raise AssertionError("a maximal record must fit one segment")
+    if not group_name_len_max + len("%RETRY%") <= retry_topic_name_len_max:
+        raise AssertionError("retry topic names must fit")
+
+
+validate_limits()

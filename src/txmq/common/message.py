@@ -1,0 +1,185 @@
+"""Messages as txmq's services see them, independent of any wire protocol.
+
+``Message`` is what a producer sends; ``MessageView`` is what a consumer gets back (a stored message
+plus its queue position, delivery attempt and receipt handle). Both are frozen.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from txmq.common import errors, limits
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+class MessageType(enum.IntEnum):
+    """apache.rocketmq.v2.MessageType values."""
+
+    NORMAL = 1
+    FIFO = 2
+    DELAY = 3
+    TRANSACTION = 4
+
+
+class TopicMessageType(enum.IntEnum):
+    """What a topic accepts: one type, or MIXED (every type)."""
+
+    NORMAL = 1
+    FIFO = 2
+    DELAY = 3
+    TRANSACTION = 4
+    MIXED = 5
+
+    def accepts(self, message_type: MessageType) -> bool:
+        return self is TopicMessageType.MIXED or self.value == message_type.value
+
+    def accepted(self) -> tuple[MessageType, ...]:
+        if self is TopicMessageType.MIXED:
+            return tuple(MessageType)
+        return (MessageType(self.value),)
+
+
+class SysFlag(enum.IntFlag):
+    """RocketMQ MessageSysFlag bits (stored in every CommitLog record)."""
+
+    NONE = 0
+    COMPRESSED = 0x1
+    MULTI_TAGS = 0x2
+    TRANSACTION_PREPARED = 0x4
+    TRANSACTION_COMMIT = 0x8
+    TRANSACTION_ROLLBACK = 0xC
+    BORNHOST_V6 = 0x10
+    STOREHOST_V6 = 0x20
+    INNER_BATCH = 0x80
+
+
+TRANSACTION_MASK = 0xC
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A message to send.
+
+    >>> Message(topic="orders", body=b"{}", tags="created", keys=("order-1",))
+    Message(topic='orders', ...)
+    """
+
+    topic: str
+    body: bytes
+    tags: str | None = None
+    keys: tuple[str, ...] = ()
+    properties: Mapping[str, str] = field(default=_EMPTY)
+    message_group: str | None = None
+    delivery_timestamp_ms: int | None = None
+    delay_level: int | None = None
+    message_id: str | None = None
+    transactional: bool = False
+    check_immunity_s: int | None = None
+
+    def __repr__(self) -> str:
+        return f"Message(topic={self.topic!r}, body={len(self.body)} bytes, tags={self.tags!r}, keys={self.keys!r})"
+
+    @property
+    def message_type(self) -> MessageType:
+        if self.transactional:
+            return MessageType.TRANSACTION
+        if self.message_group is not None:
+            return MessageType.FIFO
+        if self.delivery_timestamp_ms is not None or self.delay_level:
+            return MessageType.DELAY
+        return MessageType.NORMAL
+
+    def validate(self) -> None:
+        """Client-side checks with the broker's limits; raises a specific ``InvalidArgument``."""
+        from txmq.common import names
+
+        names.validate_topic(self.topic)
+        if not isinstance(self.body, bytes | bytearray | memoryview):
+            raise errors.InvalidArgument("the message body must be bytes")
+        if len(self.body) == 0:
+            raise errors.MessageBodyEmpty("the message body is empty")
+        if len(self.body) > limits.body_bytes_max:
+            raise errors.MessageTooLarge("message body", len(self.body), limits.body_bytes_max)
+        if self.tags is not None:
+            if not self.tags or self.tags.strip() != self.tags or "||" in self.tags:
+                raise errors.InvalidTag(f"tag {self.tags!r} is empty, padded or contains '||'")
+            if len(self.tags.encode()) > limits.tag_bytes_max:
+                raise errors.InvalidTag(f"tag is longer than {limits.tag_bytes_max} bytes")
+        if len(self.keys) > limits.keys_count_max:
+            raise errors.InvalidKey(f"{len(self.keys)} keys, over the limit of {limits.keys_count_max}")
+        for key in self.keys:
+            if not key or " " in key or len(key.encode()) > limits.key_bytes_max:
+                raise errors.InvalidKey(f"key {key[:64]!r} is empty, contains a space or is too long")
+        if self.message_group is not None and (
+            not self.message_group or len(self.message_group.encode()) > limits.message_group_bytes_max
+        ):
+            raise errors.InvalidMessageGroup("the message group is empty or too long")
+        kinds = sum(
+            [
+                self.transactional,
+                self.message_group is not None,
+                self.delivery_timestamp_ms is not None or bool(self.delay_level),
+            ]
+        )
+        if kinds > 1:
+            raise errors.MessageTypeConflict(
+                "a message is one of FIFO (message_group), DELAY (delay) or TRANSACTION, not several"
+            )
+        if self.delivery_timestamp_ms is not None and self.delivery_timestamp_ms < 0:
+            raise errors.InvalidDeliveryTime("the delivery timestamp is negative")
+        if self.delay_level is not None and self.delay_level < 0:
+            raise errors.InvalidDeliveryTime("the delay level is negative")
+
+
+@dataclass(frozen=True, slots=True)
+class MessageView:
+    """A delivered message: the stored message plus where it sits and how it was delivered."""
+
+    topic: str
+    body: bytes
+    message_id: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    born_timestamp_ms: int
+    store_timestamp_ms: int
+    tags: str | None = None
+    keys: tuple[str, ...] = ()
+    properties: Mapping[str, str] = field(default=_EMPTY)
+    message_group: str | None = None
+    delivery_timestamp_ms: int | None = None
+    message_type: MessageType = MessageType.NORMAL
+    reconsume_times: int = 0
+    delivery_attempt: int = 1
+    receipt_handle: str | None = None
+    transaction_id: str | None = None
+    born_host: str = ""
+    store_host: str = ""
+    store_size: int = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"MessageView(topic={self.topic!r}, queue={self.queue_id}, offset={self.queue_offset}, "
+            f"id={self.message_id!r}, body={len(self.body)} bytes)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MessageQueue:
+    topic: str
+    queue_id: int
+    broker_name: str = "broker-a"
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    message_id: str
+    queue: MessageQueue
+    queue_offset: int
+    transaction_id: str | None = None
+    offset_message_id: str | None = None
+    recall_handle: str | None = None

@@ -1,0 +1,127 @@
+"""The storage contract: what the broker may ask of the store, and what it gets back.
+
+Storage knows bytes and offsets only. It stores records in one CommitLog, assigns queue offsets per
+(topic, queue id), derives ConsumeQueues and a key index from the log, and never interprets
+properties, delays or transactions. Business rules reach it only as values computed by the broker
+(``tags_code``) or as injected functions (``IndexKeysFn``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+
+class FlushMode(enum.Enum):
+    SYNC = "sync"  # group commit: acknowledged after fdatasync covered the record
+    ASYNC = "async"  # acknowledged after write(); flushed every flush_interval_ms
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    data_dir: str
+    flush_mode: FlushMode = FlushMode.SYNC
+    flush_interval_ms: int = 500
+    segment_bytes: int = 1024 * 1024 * 1024
+    consume_queue_units_per_file: int = 300_000
+    retention_ms: int = 72 * 3_600_000
+    checkpoint_interval_ms: int = 1_000
+    store_host: str = "127.0.0.1:10911"
+
+
+@dataclass(frozen=True, slots=True)
+class PutRequest:
+    """One message to append. ``tags_code`` goes into the ConsumeQueue unit (tag hash, or a
+    delivery time for timer queues); the broker computes it."""
+
+    topic: str
+    queue_id: int
+    body: bytes
+    properties: bytes = b""
+    tags_code: int = 0
+    flag: int = 0
+    sys_flag: int = 0
+    born_timestamp_ms: int = 0
+    born_host: str = ""
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    physical_offset: int
+    size: int
+    queue_offset: int
+    store_timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """A record read back from the CommitLog (its CRC already verified)."""
+
+    physical_offset: int
+    size: int
+    topic: str
+    queue_id: int
+    queue_offset: int
+    body: bytes
+    properties: bytes
+    tags_code: int
+    flag: int
+    sys_flag: int
+    born_timestamp_ms: int
+    born_host: str
+    store_timestamp_ms: int
+    store_host: str
+    reconsume_times: int
+    prepared_transaction_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueUnit:
+    """One 20-byte ConsumeQueue unit: where the message is in the log, and its tags code."""
+
+    queue_offset: int
+    physical_offset: int
+    size: int
+    tags_code: int
+
+
+class ReadStatus(enum.Enum):
+    FOUND = "found"
+    NO_NEW_MESSAGE = "no_new_message"  # offset == max offset
+    OFFSET_TOO_SMALL = "offset_too_small"  # below min offset (retention deleted it)
+    OFFSET_OVERFLOW = "offset_overflow"  # beyond max offset
+    NO_QUEUE = "no_queue"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRead:
+    status: ReadStatus
+    records: Sequence[StoredRecord]
+    next_offset: int
+    min_offset: int
+    max_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """What recovery found and did. ``truncated_bytes`` > 0 means a torn tail was cut."""
+
+    scanned_from: int
+    recovered_to: int
+    records_scanned: int
+    truncated_at: int | None = None
+    truncated_bytes: int = 0
+    truncated_records: int = 0
+    reason: str = ""
+    rebuilt_queues: int = 0
+    duration_ms: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+
+# (topic, queue_id, properties bytes) -> keys to index (e.g. KEYS and UNIQ_KEY). Injected by the broker.
+IndexKeysFn = Callable[[str, bytes], Sequence[str]]
+# Called after records become visible (dispatched): (topic, queue_id, next queue offset)
+ArrivalListener = Callable[[str, int, int], None]
