@@ -1,0 +1,373 @@
+"""The broker: every service wired together behind one facade that both front doors (gRPC and remoting)
+call. Front doors translate wire types to these calls and back; they hold no business logic.
+
+Services (one job each): ``TopicRegistry`` (topics), ``SendService`` (the send path), ``DelayService``
+(delayed delivery), ``PopService`` (receive/ack/change-invisible), ``TransactionService`` (half messages,
+decisions, check-back), ``ConsumerOffsets`` (per-group offsets), ``ClientRegistry`` (who is connected).
+Background work runs as step functions (``tick(now_ms)``) driven by :meth:`Broker.run_background` or, in
+tests, called directly with a ``FakeClock``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from txmq.broker import delay_levels as levels_mod
+from txmq.broker.clients import ClientRegistry
+from txmq.broker.config import BrokerConfig
+from txmq.broker.delay import DelayService
+from txmq.broker.filtering import TagFilter, parse_tag_filter
+from txmq.broker.offsets import ConsumerOffsets
+from txmq.broker.persist import MetaFiles
+from txmq.broker.pop import GroupPolicy, PopService
+from txmq.broker.records import index_keys, to_view
+from txmq.broker.reput import to_real_topic
+from txmq.broker.send import SendContext, SendService, decode_recall_handle
+from txmq.broker.topics import TopicConfig, TopicRegistry
+from txmq.broker.transaction.service import TransactionService
+from txmq.broker.waiters import ArrivalWaiters
+from txmq.common import errors, limits, msgid, names
+from txmq.common import properties as props
+from txmq.common.clock import Clock, SystemClock
+from txmq.common.message import Message, MessageQueue, MessageView, SendResult
+from txmq.storage.api import ReadStatus, StoreConfig, StoredRecord
+from txmq.storage.store import MessageStore
+
+log = logging.getLogger(__name__)
+
+
+class OffsetPolicy(enum.Enum):
+    BEGINNING = "beginning"
+    END = "end"
+    TIMESTAMP = "timestamp"
+
+
+@dataclass(frozen=True, slots=True)
+class PullResult:
+    status: ReadStatus
+    messages: list[MessageView]
+    next_offset: int
+    min_offset: int
+    max_offset: int
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, store: MessageStore, clock: Clock) -> None:
+        self.config = config
+        self.store = store
+        self.clock = clock
+        meta = MetaFiles(store.fs, Path(config.data_dir) / "config")
+        self.meta = meta
+        self.topics = TopicRegistry(meta, default_queues=config.default_queues, auto_create=config.auto_create_topics)
+        self.offsets = ConsumerOffsets(meta)
+        self.clients = ClientRegistry(clock)
+        self.waiters = ArrivalWaiters()
+        store.add_arrival_listener(self.waiters.notify)
+        self.delay_levels = levels_mod.parse_delay_levels(config.delay_levels)
+        self.sender = SendService(
+            store, self.topics, clock, delay_levels=self.delay_levels, delay_ms_max=config.delay_ms_max,
+            broker_name=config.broker_name,
+        )
+        self._ensure_system_topics()
+        self.delays = DelayService(
+            store, meta, levels=len(self.delay_levels), timer_queues=self.sender.timer_queue_count,
+            now_ms=clock.now_ms(),
+        )
+        self.pop = PopService(store, self.offsets, revive=self._revive, dead_letter=self._dead_letter)
+        self.transactions = TransactionService(self, meta)
+        self._background: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+    @classmethod
+    async def open(cls, config: BrokerConfig, *, clock: Clock | None = None) -> Broker:
+        config.validate()
+        clock = clock or SystemClock()
+        store = MessageStore.open(
+            StoreConfig(
+                data_dir=str(Path(config.data_dir) / "store"),
+                flush_mode=config.flush,
+                flush_interval_ms=config.flush_interval_ms,
+                segment_bytes=config.segment_bytes,
+                retention_ms=config.retention_ms,
+                store_host=f"{config.host}:{config.remoting_port}",
+            ),
+            clock=clock,
+            index_keys=index_keys,
+        )
+        await store.start()
+        broker = cls(config, store, clock)
+        await broker.transactions.recover()
+        return broker
+
+    def start_background(self) -> None:
+        if self._background is None:
+            self._background = asyncio.get_running_loop().create_task(self.run_background())
+
+    async def run_background(self, period_ms: int = 100) -> None:
+        """Drive every step function at its own pace until :meth:`close`."""
+        last_offsets = self.clock.monotonic_ms()
+        while not self._stopping.is_set():
+            now = self.clock.now_ms()
+            try:
+                await self.tick(now)
+            except errors.StoreFenced:
+                log.error("the store is fenced; background services pause until restart")
+            except Exception:
+                log.exception("background step failed; it will run again")
+            if self.clock.monotonic_ms() - last_offsets >= self.config.offset_flush_interval_ms:
+                self.offsets.flush()
+                last_offsets = self.clock.monotonic_ms()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), period_ms / 1000)
+
+    async def tick(self, now_ms: int) -> None:
+        """One step of every background service (tests call this with a FakeClock)."""
+        await self.delays.tick(now_ms)
+        await self.pop.tick(now_ms)
+        await self.transactions.tick(now_ms)
+        self.clients.expire()
+
+    async def close(self) -> None:
+        self._stopping.set()
+        if self._background is not None:
+            await self._background
+            self._background = None
+        self.offsets.flush()
+        self.delays.save()
+        self.transactions.save()
+        await self.store.close()
+
+    def _ensure_system_topics(self) -> None:
+        self.topics.ensure_system(names.HALF_TOPIC, 1)
+        self.topics.ensure_system(names.OP_HALF_TOPIC, 1)
+        self.topics.ensure_system(names.CHECK_MAX_TIME_TOPIC, 1)
+        self.topics.ensure_system(names.SCHEDULE_TOPIC, len(self.delay_levels))
+        self.topics.ensure_system(names.TIMER_TOPIC, self.sender.timer_queue_count)
+
+    # ---- producing ----------------------------------------------------------------------------
+    async def send(self, messages: Sequence[Message], ctx: SendContext) -> list[SendResult]:
+        return await self.sender.send(messages, ctx)
+
+    async def end_transaction(
+        self, *, topic: str, message_id: str, transaction_id: str, commit: bool | None, from_check: bool,
+        client_id: str = "", operator: bool = False,
+    ) -> None:
+        await self.transactions.end(
+            topic=topic, message_id=message_id, transaction_id=transaction_id, commit=commit,
+            from_check=from_check, client_id=client_id, operator=operator,
+        )
+
+    async def recall(self, topic: str, recall_handle: str) -> str:
+        timer_topic, queue_id, queue_offset, physical = decode_recall_handle(recall_handle)
+        if timer_topic not in (names.TIMER_TOPIC, names.SCHEDULE_TOPIC):
+            raise errors.InvalidArgument("the recall handle does not name a delayed message")
+        record = self.store.read(physical)
+        decoded = props.decode(record.properties)
+        if decoded.get(props.REAL_TOPIC) != topic:
+            raise errors.InvalidArgument(f"the recall handle belongs to another topic than {topic}")
+        deliver = int(decoded.get(props.TIMER_DELIVER_MS, "0") or 0)
+        if deliver <= self.clock.now_ms() or self.delays.is_recalled(physical):
+            raise errors.MessageNotFound("the delayed message was already delivered or recalled")
+        self.delays.recall(physical)
+        return decoded.get(props.UNIQ_KEY, "")
+
+    # ---- routes -------------------------------------------------------------------------------
+    def route(self, topic: str) -> TopicConfig:
+        """The topic's configuration for a route query (auto-created if allowed)."""
+        return self.topics.resolve(topic, for_write=False)
+
+    def queues_of(self, topic: str) -> list[MessageQueue]:
+        config = self.route(topic)
+        return [MessageQueue(topic, q, self.config.broker_name) for q in range(config.queues)]
+
+    # ---- POP consumption ----------------------------------------------------------------------
+    def set_group_policy(self, group: str, *, max_attempts: int | None = None, fifo: bool | None = None) -> None:
+        current = self.pop.policy(group)
+        self.pop.set_policy(
+            group,
+            GroupPolicy(
+                max_attempts=current.max_attempts if max_attempts is None else max(1, max_attempts),
+                fifo=current.fifo if fifo is None else fifo,
+            ),
+        )
+
+    async def receive(
+        self, *, group: str, topic: str, expression: str | None, batch_size: int, invisible_ms: int,
+        long_poll_ms: int, queue_id: int | None = None,
+    ) -> list[MessageView]:
+        names.validate_group(group)
+        if not 1 <= batch_size <= limits.receive_batch_max:
+            raise errors.InvalidArgument(f"batch size must be 1..{limits.receive_batch_max}")
+        if not limits.invisible_duration_ms_min <= invisible_ms <= limits.invisible_duration_ms_max:
+            raise errors.InvalidInvisibleTime(
+                f"invisible duration must be {limits.invisible_duration_ms_min} ms.."
+                f"{limits.invisible_duration_ms_max} ms"
+            )
+        if not 0 <= long_poll_ms <= limits.long_polling_ms_max:
+            raise errors.InvalidPollingTime(f"long polling time must be 0..{limits.long_polling_ms_max} ms")
+        tag_filter = parse_tag_filter(expression)
+        config = self.topics.resolve(topic, for_write=False)
+        queues = self._pop_queues(group, config, queue_id)
+        deadline = self.clock.monotonic_ms() + long_poll_ms
+        watched = {topic, names.retry_topic(group)}
+        while True:
+            version = self.waiters.version
+            messages = await self.pop.receive(
+                group, queues, tag_filter, batch_size, invisible_ms, self.clock.now_ms()
+            )
+            remaining = deadline - self.clock.monotonic_ms()
+            if messages or remaining <= 0:
+                return messages
+            wake_in = remaining
+            next_expiry = self.pop.next_deadline_ms()
+            if next_expiry is not None:
+                wake_in = min(wake_in, max(1, next_expiry - self.clock.now_ms()))
+            await self.waiters.wait(watched, version, wake_in)
+
+    def _pop_queues(self, group: str, config: TopicConfig, queue_id: int | None) -> list[tuple[str, int]]:
+        if queue_id is not None and queue_id >= 0:
+            if queue_id >= config.queues:
+                raise errors.InvalidArgument(f"topic {config.name} has no queue {queue_id}")
+            queues = [(config.name, queue_id)]
+        else:
+            queues = [(config.name, q) for q in range(config.queues)]
+            shift = self.waiters.version % max(1, len(queues))
+            queues = queues[shift:] + queues[:shift]
+        retry = names.retry_topic(group)
+        if self.topics.get(retry) is not None and (queue_id is None or queue_id < 0 or queue_id == 0):
+            queues.append((retry, 0))
+        return queues
+
+    def ack(self, *, group: str, receipt_handle: str) -> None:
+        self.pop.ack(group, receipt_handle)
+
+    def change_invisible(self, *, group: str, receipt_handle: str, invisible_ms: int) -> str:
+        if not 0 <= invisible_ms <= limits.invisible_duration_ms_max:
+            raise errors.InvalidInvisibleTime("invisible duration out of range")
+        return self.pop.change_invisible(group, receipt_handle, invisible_ms, self.clock.now_ms())
+
+    async def forward_to_dlq(self, *, group: str, receipt_handle: str) -> None:
+        await self.pop.forward_to_dlq(group, receipt_handle)
+
+    def query_assignment(self, topic: str, group: str) -> list[MessageQueue]:
+        config = self.route(topic)
+        if self.pop.policy(group).fifo:
+            return [MessageQueue(topic, q, self.config.broker_name) for q in range(config.queues)]
+        return [MessageQueue(topic, -1, self.config.broker_name)]
+
+    async def _revive(self, group: str, record: StoredRecord, decoded: dict[str, str], attempt: int) -> None:
+        retry = names.retry_topic(group)
+        self.topics.resolve(retry, for_write=True)
+        extra = {
+            props.RECONSUME_TIME: str(attempt),
+            props.RETRY_TOPIC: decoded.get(props.RETRY_TOPIC) or record.topic,
+            props.ORIGIN_MESSAGE_ID: decoded.get(props.ORIGIN_MESSAGE_ID) or decoded.get(props.UNIQ_KEY, ""),
+        }
+        request = to_real_topic(record, {**decoded, props.REAL_TOPIC: retry, props.REAL_QUEUE_ID: "0"}, extra=extra)
+        await self.store.put(request)
+
+    async def _dead_letter(self, group: str, record: StoredRecord, decoded: dict[str, str], attempt: int) -> None:
+        dlq = names.dlq_topic(group)
+        self.topics.resolve(dlq, for_write=True)
+        origin_topic = decoded.get(props.RETRY_TOPIC) or record.topic
+        extra = {
+            props.RECONSUME_TIME: str(attempt),
+            props.DLQ_ORIGIN_TOPIC: origin_topic,
+            props.DLQ_ORIGIN_MESSAGE_ID: decoded.get(props.UNIQ_KEY, ""),
+        }
+        decoded = {k: v for k, v in decoded.items() if k != props.RETRY_TOPIC}
+        request = to_real_topic(record, {**decoded, props.REAL_TOPIC: dlq, props.REAL_QUEUE_ID: "0"}, extra=extra)
+        await self.store.put(request)
+        log.info("message %s of group %s moved to %s after %d attempts", decoded.get(props.UNIQ_KEY), group, dlq, attempt)
+
+    # ---- offset-based pull --------------------------------------------------------------------
+    async def pull(
+        self, *, group: str | None, topic: str, queue_id: int, offset: int, batch_size: int,
+        expression: str | None = None, long_poll_ms: int = 0, max_bytes: int = limits.pull_bytes_max,
+    ) -> PullResult:
+        if offset < 0:
+            raise errors.InvalidOffset("the offset must not be negative")
+        if not 1 <= batch_size <= limits.pull_batch_max:
+            raise errors.InvalidArgument(f"batch size must be 1..{limits.pull_batch_max}")
+        config = self.topics.resolve(topic, for_write=False)
+        if not 0 <= queue_id < config.queues:
+            raise errors.InvalidArgument(f"topic {topic} has no queue {queue_id}")
+        tag_filter = parse_tag_filter(expression)
+        deadline = self.clock.monotonic_ms() + max(0, min(long_poll_ms, limits.long_polling_ms_max))
+        while True:
+            version = self.waiters.version
+            result = self._pull_once(topic, queue_id, offset, batch_size, tag_filter, max_bytes)
+            remaining = deadline - self.clock.monotonic_ms()
+            if result.messages or result.status is not ReadStatus.NO_NEW_MESSAGE or remaining <= 0:
+                return result
+            if result.next_offset > offset:  # everything read was filtered out: continue from there
+                offset = result.next_offset
+                continue
+            await self.waiters.wait({topic}, version, remaining)
+
+    def _pull_once(
+        self, topic: str, queue_id: int, offset: int, batch_size: int, tag_filter: TagFilter, max_bytes: int
+    ) -> PullResult:
+        read = self.store.read_queue(topic, queue_id, offset, batch_size, max_bytes)
+        messages: list[MessageView] = []
+        for record in read.records:
+            decoded = props.decode(record.properties)
+            if tag_filter.matches_hash(record.tags_code) and tag_filter.matches(decoded.get(props.TAGS)):
+                messages.append(to_view(record, decoded=decoded))
+        status = read.status
+        if status is ReadStatus.FOUND and not messages:
+            status = ReadStatus.NO_NEW_MESSAGE
+        return PullResult(status, messages, read.next_offset, read.min_offset, read.max_offset)
+
+    def get_offset(self, group: str, topic: str, queue_id: int) -> int | None:
+        return self.offsets.get(group, topic, queue_id)
+
+    def update_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        names.validate_group(group)
+        if offset < 0:
+            raise errors.InvalidOffset("the offset must not be negative")
+        self.offsets.set(group, topic, queue_id, offset)
+
+    def query_offset(self, topic: str, queue_id: int, policy: OffsetPolicy, timestamp_ms: int = 0) -> int:
+        config = self.topics.resolve(topic, for_write=False)
+        if not 0 <= queue_id < config.queues:
+            raise errors.InvalidArgument(f"topic {topic} has no queue {queue_id}")
+        if policy is OffsetPolicy.BEGINNING:
+            return self.store.min_offset(topic, queue_id)
+        if policy is OffsetPolicy.END:
+            return self.store.max_offset(topic, queue_id)
+        return self.store.offset_by_time(topic, queue_id, timestamp_ms)
+
+    def reset_group_offset(self, group: str, topic: str, offset_policy: OffsetPolicy, timestamp_ms: int = 0) -> dict[int, int]:
+        config = self.topics.resolve(topic, for_write=False)
+        result: dict[int, int] = {}
+        for queue_id in range(config.queues):
+            offset = self.query_offset(topic, queue_id, offset_policy, timestamp_ms)
+            self.pop.reset(group, topic, queue_id, offset)
+            result[queue_id] = offset
+        self.offsets.flush()
+        return result
+
+    # ---- queries ------------------------------------------------------------------------------
+    def query_by_key(self, key: str, *, topic: str | None = None, max_count: int = 64) -> list[MessageView]:
+        views = [to_view(r) for r in self.store.query_by_key(key, max_count)]
+        return [v for v in views if topic is None or v.topic == topic]
+
+    def view_by_id(self, message_id: str) -> MessageView:
+        parsed = msgid.parse_offset_message_id(message_id)
+        if parsed is not None:
+            try:
+                return to_view(self.store.read(parsed[2]))
+            except errors.TxmqError:
+                pass
+        for view in self.query_by_key(message_id, max_count=16):
+            if view.message_id == message_id:
+                return view
+        raise errors.MessageNotFound(f"no message with id {message_id}")

@@ -1,0 +1,100 @@
+"""Broker configuration: one frozen dataclass, validated once, built from CLI flags or a config file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from txmq.common import errors, limits
+from txmq.common.durations import parse_duration_ms
+from txmq.storage.api import FlushMode
+
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    data_dir: str = "./txmq-data"
+    host: str = "127.0.0.1"
+    grpc_port: int = 8081
+    remoting_port: int = 10911
+    namesrv_port: int = 9876
+    namesrv_addr: str | None = None  # register with an external name server instead of the embedded one
+    run_namesrv: bool = True
+    broker_name: str = "broker-a"
+    cluster_name: str = "DefaultCluster"
+    flush: FlushMode = FlushMode.SYNC
+    flush_interval_ms: int = 500
+    segment_bytes: int = limits.segment_bytes_default
+    retention_ms: int = 72 * 3_600_000
+    transaction_timeout_ms: int = limits.transaction_timeout_ms_default
+    transaction_check_interval_ms: int = limits.transaction_check_interval_ms_default
+    transaction_check_max: int = limits.transaction_check_max_default
+    delay_levels: str = DEFAULT_DELAY_LEVELS
+    delay_ms_max: int = limits.delay_ms_max_default
+    default_queues: int = limits.queues_per_topic_default
+    auto_create_topics: bool = True
+    max_delivery_attempts: int = limits.max_delivery_attempts_default
+    retry_backoff_ms: tuple[int, ...] = field(default=())  # empty: the delay-level schedule 10s 30s 1m ...
+    long_polling_ms_default: int = 20_000
+    offset_flush_interval_ms: int = 1_000
+
+    def validate(self) -> BrokerConfig:
+        if not 1 <= self.default_queues <= limits.queues_per_topic_max:
+            raise errors.InvalidArgument(f"default queues must be 1..{limits.queues_per_topic_max}")
+        if self.transaction_check_max < 1:
+            raise errors.InvalidArgument("transaction check max must be at least 1")
+        if self.transaction_timeout_ms < 0 or self.transaction_check_interval_ms <= 0:
+            raise errors.InvalidArgument("transaction timeout must be >= 0 and the check interval > 0")
+        if self.segment_bytes < limits.segment_bytes_min:
+            raise errors.InvalidArgument(f"segment size must be at least {limits.segment_bytes_min} bytes")
+        for port in (self.grpc_port, self.remoting_port, self.namesrv_port):
+            if not 0 <= port <= 65535:
+                raise errors.InvalidArgument(f"port {port} is out of range")
+        from txmq.broker.delay_levels import parse_delay_levels
+
+        parse_delay_levels(self.delay_levels)
+        return self
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir)
+
+    def with_overrides(self, **overrides: Any) -> BrokerConfig:
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+_DURATION_FIELDS = {
+    "flush_interval_ms": "flush_interval",
+    "retention_ms": "retention",
+    "transaction_timeout_ms": "transaction_timeout",
+    "transaction_check_interval_ms": "transaction_check_interval",
+    "delay_ms_max": "delay_max",
+}
+
+
+def load_config_file(path: str) -> dict[str, Any]:
+    """Read a JSON config file whose keys are BrokerConfig fields (durations may be strings: "6s")."""
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise errors.InvalidArgument(f"cannot read config file {path}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise errors.InvalidArgument(f"config file {path} must hold a JSON object")
+    known = {f.name for f in fields(BrokerConfig)}
+    result: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = key.replace("-", "_")
+        for field_name, alias in _DURATION_FIELDS.items():
+            if name == alias:
+                name = field_name
+        if name not in known:
+            raise errors.InvalidArgument(f"unknown setting {key!r} in {path}")
+        if name.endswith("_ms") and isinstance(value, str):
+            value = parse_duration_ms(value)
+        if name == "flush" and isinstance(value, str):
+            value = FlushMode(value)
+        result[name] = value
+    return result

@@ -1,0 +1,327 @@
+"""POP consumption (ReceiveMessage / AckMessage / ChangeInvisibleDuration), RocketMQ 5 semantics.
+
+A group consumes a topic's queues through per-queue state kept in memory: ``base`` (every offset below it
+is done; persisted as the group's consumer offset), a scan pointer, the in-flight messages with their
+invisibility deadline, and acked offsets above ``base``. A received message is invisible until its
+deadline; an ack finishes it; a change of invisible time moves the deadline and issues a new handle.
+
+When a deadline passes without an ack:
+* concurrent groups "revive" the message: a copy goes to ``%RETRY%<group>`` with ``RECONSUME_TIME``
+  incremented (so attempts survive restarts), and the original is done; after ``max_attempts`` the copy
+  goes to ``%DLQ%<group>`` instead;
+* FIFO groups redeliver the same message in place (the next message of its message group waits), and
+  dead-letter it after ``max_attempts``.
+
+After a broker restart in-flight state is gone: everything after ``base`` is delivered again
+(at-least-once).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from txmq.broker.filtering import TagFilter
+from txmq.broker.offsets import ConsumerOffsets
+from txmq.broker.receipt import Receipt, decode_receipt
+from txmq.broker.records import to_view
+from txmq.common import errors, limits, names
+from txmq.common import properties as props
+from txmq.common.message import MessageView
+from txmq.storage.api import StoredRecord
+from txmq.storage.store import MessageStore
+
+_SCAN_UNITS = 64
+_PENDING_FIFO_MAX = 2_048
+
+
+@dataclass(slots=True)
+class InFlight:
+    nonce: int
+    deadline_ms: int
+    attempt: int
+    physical_offset: int
+    message_group: str | None
+
+
+@dataclass(slots=True)
+class QueueState:
+    base: int
+    scan: int
+    inflight: dict[int, InFlight] = field(default_factory=dict)
+    acked: set[int] = field(default_factory=set)
+    fifo_pending: dict[int, str | None] = field(default_factory=dict)  # skipped while their group was busy
+    fifo_attempts: dict[int, int] = field(default_factory=dict)
+
+    def busy_groups(self) -> set[str]:
+        return {f.message_group for f in self.inflight.values() if f.message_group is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPolicy:
+    max_attempts: int = limits.max_delivery_attempts_default
+    fifo: bool = False
+
+
+# (group, original record, decoded properties, attempt) -> awaitable; used to revive or dead-letter
+Mover = Callable[[str, StoredRecord, dict[str, str], int], Awaitable[None]]
+
+
+class PopService:
+    def __init__(self, store: MessageStore, offsets: ConsumerOffsets, *, revive: Mover, dead_letter: Mover) -> None:
+        self._store = store
+        self._offsets = offsets
+        self._revive = revive
+        self._dead_letter = dead_letter
+        self._queues: dict[tuple[str, str, int], QueueState] = {}
+        self._policies: dict[str, GroupPolicy] = {}
+        self._nonce = itertools.count(1)
+        self._inflight_count: dict[str, int] = {}
+
+    # ---- policy -------------------------------------------------------------------------------
+    def set_policy(self, group: str, policy: GroupPolicy) -> None:
+        self._policies[group] = policy
+
+    def policy(self, group: str) -> GroupPolicy:
+        return self._policies.get(group, GroupPolicy())
+
+    # ---- receive ------------------------------------------------------------------------------
+    async def receive(
+        self,
+        group: str,
+        topics_queues: list[tuple[str, int]],
+        tag_filter: TagFilter,
+        batch_size: int,
+        invisible_ms: int,
+        now_ms: int,
+    ) -> list[MessageView]:
+        """Deliver up to ``batch_size`` visible messages from the given queues (no waiting)."""
+        fifo = self.policy(group).fifo
+        result: list[MessageView] = []
+        for topic, queue_id in topics_queues:
+            if len(result) >= batch_size:
+                break
+            if self._inflight_count.get(group, 0) >= limits.inflight_per_group_max:
+                raise errors.TooManyRequests(
+                    f"group {group} has {limits.inflight_per_group_max} messages in flight; ack some first"
+                )
+            state = self._state(group, topic, queue_id)
+            await self._expire(group, topic, queue_id, state, now_ms)
+            want = batch_size - len(result)
+            if fifo:
+                result += await self._take_fifo(group, topic, queue_id, state, tag_filter, want, invisible_ms, now_ms)
+            else:
+                result += await self._take(group, topic, queue_id, state, tag_filter, want, invisible_ms, now_ms)
+        return result
+
+    async def _take(
+        self, group: str, topic: str, queue_id: int, state: QueueState, tag_filter: TagFilter,
+        want: int, invisible_ms: int, now_ms: int,
+    ) -> list[MessageView]:
+        taken: list[MessageView] = []
+        while len(taken) < want:
+            units = self._store.queue_units(topic, queue_id, state.scan, min(_SCAN_UNITS, want * 4))
+            if not units:
+                break
+            for unit in units:
+                if len(taken) >= want:
+                    break
+                state.scan = unit.queue_offset + 1
+                if not tag_filter.matches_hash(unit.tags_code):
+                    self._finish(group, topic, queue_id, state, unit.queue_offset)
+                    continue
+                record = self._store.read(unit.physical_offset)
+                decoded = props.decode(record.properties)
+                if not tag_filter.matches(decoded.get(props.TAGS)):
+                    self._finish(group, topic, queue_id, state, unit.queue_offset)
+                    continue
+                attempt = int(decoded.get(props.RECONSUME_TIME, "0") or 0) + 1
+                taken.append(self._lease(group, topic, state, record, decoded, attempt, invisible_ms, now_ms, None))
+        return taken
+
+    async def _take_fifo(
+        self, group: str, topic: str, queue_id: int, state: QueueState, tag_filter: TagFilter,
+        want: int, invisible_ms: int, now_ms: int,
+    ) -> list[MessageView]:
+        """FIFO: within a queue, a message group's next message only after the previous one is done."""
+        taken: list[MessageView] = []
+        busy = state.busy_groups()
+        for offset in sorted(state.fifo_pending):
+            if len(taken) >= want:
+                return taken
+            group_key = state.fifo_pending[offset]
+            if group_key is not None and group_key in busy:
+                continue
+            del state.fifo_pending[offset]
+            view = await self._lease_offset(group, topic, queue_id, state, offset, tag_filter, invisible_ms, now_ms)
+            if view is not None:
+                taken.append(view)
+                if view.message_group is not None:
+                    busy.add(view.message_group)
+        while len(taken) < want and len(state.fifo_pending) < _PENDING_FIFO_MAX:
+            units = self._store.queue_units(topic, queue_id, state.scan, _SCAN_UNITS)
+            if not units:
+                break
+            for unit in units:
+                if len(taken) >= want or len(state.fifo_pending) >= _PENDING_FIFO_MAX:
+                    break
+                state.scan = unit.queue_offset + 1
+                if not tag_filter.matches_hash(unit.tags_code):
+                    self._finish(group, topic, queue_id, state, unit.queue_offset)
+                    continue
+                record = self._store.read(unit.physical_offset)
+                decoded = props.decode(record.properties)
+                message_group = decoded.get(props.SHARDING_KEY) or None
+                if message_group is not None and message_group in busy:
+                    state.fifo_pending[unit.queue_offset] = message_group
+                    continue
+                if not tag_filter.matches(decoded.get(props.TAGS)):
+                    self._finish(group, topic, queue_id, state, unit.queue_offset)
+                    continue
+                attempt = state.fifo_attempts.get(unit.queue_offset, 0) + 1
+                taken.append(
+                    self._lease(group, topic, state, record, decoded, attempt, invisible_ms, now_ms, message_group)
+                )
+                if message_group is not None:
+                    busy.add(message_group)
+        return taken
+
+    async def _lease_offset(
+        self, group: str, topic: str, queue_id: int, state: QueueState, offset: int, tag_filter: TagFilter,
+        invisible_ms: int, now_ms: int,
+    ) -> MessageView | None:
+        units = self._store.queue_units(topic, queue_id, offset, 1)
+        if not units:
+            return None
+        record = self._store.read(units[0].physical_offset)
+        decoded = props.decode(record.properties)
+        if not tag_filter.matches(decoded.get(props.TAGS)):
+            self._finish(group, topic, queue_id, state, offset)
+            return None
+        attempt = state.fifo_attempts.get(offset, 0) + 1
+        return self._lease(
+            group, topic, state, record, decoded, attempt, invisible_ms, now_ms, decoded.get(props.SHARDING_KEY)
+        )
+
+    def _lease(
+        self, group: str, topic: str, state: QueueState, record: StoredRecord, decoded: dict[str, str],
+        attempt: int, invisible_ms: int, now_ms: int, message_group: str | None,
+    ) -> MessageView:
+        nonce = next(self._nonce)
+        deadline = now_ms + invisible_ms
+        state.inflight[record.queue_offset] = InFlight(nonce, deadline, attempt, record.physical_offset, message_group)
+        self._inflight_count[group] = self._inflight_count.get(group, 0) + 1
+        receipt = Receipt(topic, record.queue_id, record.queue_offset, nonce, deadline)
+        return to_view(record, decoded=decoded, delivery_attempt=attempt, receipt_handle=receipt.encode())
+
+    # ---- ack / change invisible ---------------------------------------------------------------
+    def ack(self, group: str, handle: str) -> None:
+        receipt = decode_receipt(handle)
+        state = self._queues.get((group, receipt.topic, receipt.queue_id))
+        entry = state.inflight.get(receipt.queue_offset) if state else None
+        if state is None or entry is None or entry.nonce != receipt.nonce:
+            raise errors.InvalidReceiptHandle(
+                "the receipt handle has expired or was already used (the message was acked, redelivered "
+                "or its invisible time was changed)"
+            )
+        del state.inflight[receipt.queue_offset]
+        self._inflight_count[group] = max(0, self._inflight_count.get(group, 0) - 1)
+        state.fifo_attempts.pop(receipt.queue_offset, None)
+        self._finish(group, receipt.topic, receipt.queue_id, state, receipt.queue_offset)
+
+    def change_invisible(self, group: str, handle: str, invisible_ms: int, now_ms: int) -> str:
+        receipt = decode_receipt(handle)
+        state = self._queues.get((group, receipt.topic, receipt.queue_id))
+        entry = state.inflight.get(receipt.queue_offset) if state else None
+        if entry is None or entry.nonce != receipt.nonce:
+            raise errors.InvalidReceiptHandle("the receipt handle has expired or was already used")
+        entry.nonce = next(self._nonce)
+        entry.deadline_ms = now_ms + invisible_ms
+        return Receipt(receipt.topic, receipt.queue_id, receipt.queue_offset, entry.nonce, entry.deadline_ms).encode()
+
+    def lookup(self, group: str, handle: str) -> tuple[Receipt, InFlight]:
+        receipt = decode_receipt(handle)
+        state = self._queues.get((group, receipt.topic, receipt.queue_id))
+        entry = state.inflight.get(receipt.queue_offset) if state else None
+        if entry is None or entry.nonce != receipt.nonce:
+            raise errors.InvalidReceiptHandle("the receipt handle has expired or was already used")
+        return receipt, entry
+
+    # ---- expiry -------------------------------------------------------------------------------
+    async def tick(self, now_ms: int) -> int:
+        """Handle every expired in-flight message (revive, redeliver in place, or dead-letter)."""
+        handled = 0
+        for (group, topic, queue_id), state in list(self._queues.items()):
+            handled += await self._expire(group, topic, queue_id, state, now_ms)
+        return handled
+
+    def next_deadline_ms(self) -> int | None:
+        deadlines = [f.deadline_ms for s in self._queues.values() for f in s.inflight.values()]
+        return min(deadlines) if deadlines else None
+
+    async def _expire(self, group: str, topic: str, queue_id: int, state: QueueState, now_ms: int) -> int:
+        expired = [(o, f) for o, f in state.inflight.items() if f.deadline_ms <= now_ms]
+        if not expired:
+            return 0
+        policy = self.policy(group)
+        for offset, entry in sorted(expired, key=lambda x: x[0]):
+            del state.inflight[offset]
+            self._inflight_count[group] = max(0, self._inflight_count.get(group, 0) - 1)
+            record = self._store.read(entry.physical_offset)
+            decoded = props.decode(record.properties)
+            if entry.attempt >= policy.max_attempts:
+                await self._dead_letter(group, record, decoded, entry.attempt)
+                state.fifo_attempts.pop(offset, None)
+                self._finish(group, topic, queue_id, state, offset)
+            elif policy.fifo:
+                state.fifo_attempts[offset] = entry.attempt
+                state.fifo_pending[offset] = entry.message_group
+            else:
+                await self._revive(group, record, decoded, entry.attempt)
+                self._finish(group, topic, queue_id, state, offset)
+        return len(expired)
+
+    async def forward_to_dlq(self, group: str, handle: str) -> None:
+        receipt, entry = self.lookup(group, handle)
+        record = self._store.read(entry.physical_offset)
+        await self._dead_letter(group, record, props.decode(record.properties), entry.attempt)
+        self.ack(group, handle)
+
+    # ---- bookkeeping --------------------------------------------------------------------------
+    def _state(self, group: str, topic: str, queue_id: int) -> QueueState:
+        key = (group, topic, queue_id)
+        state = self._queues.get(key)
+        if state is None:
+            saved = self._offsets.get(group, topic, queue_id)
+            low = self._store.min_offset(topic, queue_id)
+            base = low if saved is None else max(saved, low)
+            state = QueueState(base=base, scan=base)
+            self._queues[key] = state
+        elif state.scan < self._store.min_offset(topic, queue_id):
+            state.scan = state.base = self._store.min_offset(topic, queue_id)
+        return state
+
+    def _finish(self, group: str, topic: str, queue_id: int, state: QueueState, offset: int) -> None:
+        if offset < state.base:
+            return
+        state.acked.add(offset)
+        moved = False
+        while state.base in state.acked:
+            state.acked.discard(state.base)
+            state.base += 1
+            moved = True
+        if moved:
+            self._offsets.advance(group, topic, queue_id, state.base)
+
+    def reset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Forget in-memory state (an operator reset the group's offset)."""
+        self._queues.pop((group, topic, queue_id), None)
+        self._offsets.set(group, topic, queue_id, offset)
+
+    def inflight_of(self, group: str) -> int:
+        return self._inflight_count.get(group, 0)
+
+
+def retry_and_dlq_names(group: str) -> tuple[str, str]:
+    return names.retry_topic(group), names.dlq_topic(group)

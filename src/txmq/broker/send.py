@@ -1,0 +1,268 @@
+"""The send path: validate, pick a queue, route by message type, append, answer.
+
+NORMAL and FIFO messages go to their topic; DELAY messages to the schedule topic (4.x delay levels) or
+the timer topic (delivery timestamps); TRANSACTION messages to the half topic, invisible until a
+decision. A batch (several messages in one request) is appended atomically and must be NORMAL or FIFO
+of one topic.
+"""
+
+from __future__ import annotations
+
+import itertools
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from txmq.broker import delay_levels as levels_mod
+from txmq.broker.filtering import tag_hash
+from txmq.broker.records import split_host
+from txmq.broker.topics import TopicConfig, TopicRegistry
+from txmq.common import errors, limits, msgid, names
+from txmq.common import properties as props
+from txmq.common.clock import Clock
+from txmq.common.message import Message, MessageQueue, MessageType, SendResult, SysFlag
+from txmq.storage.api import AppendResult, PutRequest
+from txmq.storage.store import MessageStore
+
+TIMER_BUCKET_MS = 60_000
+
+
+def timer_queues(delay_ms_max: int) -> int:
+    """Queues of the timer topic: one per minute of the delay window, plus slack for the wrap."""
+    return delay_ms_max // TIMER_BUCKET_MS + 3
+
+
+def timer_queue_of(deliver_ms: int, queues: int) -> int:
+    return (deliver_ms // TIMER_BUCKET_MS) % queues
+
+
+def fifo_queue_of(message_group: str, queues: int) -> int:
+    return zlib.crc32(message_group.encode("utf-8")) % queues
+
+
+@dataclass(frozen=True, slots=True)
+class SendContext:
+    producer_group: str | None = None
+    born_host: str = ""
+    queue_id: int | None = None
+    client_id: str | None = None
+
+
+class SendService:
+    def __init__(
+        self,
+        store: MessageStore,
+        topics: TopicRegistry,
+        clock: Clock,
+        *,
+        delay_levels: tuple[int, ...],
+        delay_ms_max: int,
+        broker_name: str,
+    ) -> None:
+        self._store = store
+        self._topics = topics
+        self._clock = clock
+        self._levels = delay_levels
+        self._delay_ms_max = delay_ms_max
+        self._broker_name = broker_name
+        self._round_robin: dict[str, itertools.count[int]] = {}
+        self._timer_queues = timer_queues(delay_ms_max)
+
+    @property
+    def timer_queue_count(self) -> int:
+        return self._timer_queues
+
+    async def send(self, messages: Sequence[Message], ctx: SendContext) -> list[SendResult]:
+        if not messages:
+            raise errors.InvalidArgument("a send request must carry at least one message")
+        if len(messages) > 1:
+            return await self._send_batch(messages, ctx)
+        message = messages[0]
+        topic, request = self.prepare(message, ctx)
+        appended = await self._store.put(request)
+        return [self._result(message, request, topic, appended)]
+
+    def prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest]:
+        """Validate one message and build the record to append (no I/O)."""
+        message.validate()
+        topic = self._topics.resolve(message.topic, for_write=True, message_type=message.message_type)
+        queue_id = self._choose_queue(message, topic, ctx.queue_id)
+        now = self._clock.now_ms()
+        properties = self._properties(message, ctx)
+        base = PutRequest(
+            topic=topic.name,
+            queue_id=queue_id,
+            body=bytes(message.body),
+            properties=b"",
+            tags_code=tag_hash(message.tags),
+            born_timestamp_ms=now,
+            born_host=ctx.born_host,
+        )
+        if message.transactional:
+            return topic, self._half(base, properties, ctx)
+        deliver_ms = self._deliver_ms(message, now)
+        if deliver_ms is not None and deliver_ms > now:
+            return topic, self._delayed(base, properties, deliver_ms, message.delay_level)
+        properties.pop(props.DELAY, None)
+        return topic, _with_properties(base, properties)
+
+    async def _send_batch(self, messages: Sequence[Message], ctx: SendContext) -> list[SendResult]:
+        first = messages[0].topic
+        if len(messages) > limits.batch_count_max:
+            raise errors.PayloadTooLarge("batch message count", len(messages), limits.batch_count_max)
+        total = sum(len(m.body) for m in messages)
+        if total > limits.batch_bytes_max:
+            raise errors.PayloadTooLarge("batch", total, limits.batch_bytes_max)
+        prepared: list[tuple[Message, TopicConfig, PutRequest]] = []
+        for message in messages:
+            if message.topic != first:
+                raise errors.InvalidArgument("every message of a batch must have the same topic")
+            if message.transactional:
+                raise errors.InvalidArgument(
+                    "transactional messages cannot be sent in a batch: send each in its own transaction"
+                )
+            if message.delivery_timestamp_ms is not None or message.delay_level:
+                raise errors.InvalidArgument("delay messages cannot be sent in a batch")
+            topic, request = self.prepare(message, ctx)
+            prepared.append((message, topic, request))
+        appended = await self._store.put_batch([p[2] for p in prepared])
+        return [self._result(m, r, t, a) for (m, t, r), a in zip(prepared, appended, strict=True)]
+
+    def _choose_queue(self, message: Message, topic: TopicConfig, explicit: int | None) -> int:
+        if explicit is not None and explicit >= 0:
+            if explicit >= topic.queues:
+                raise errors.InvalidArgument(
+                    f"queue {explicit} does not exist: topic {topic.name} has {topic.queues} queues"
+                )
+            return explicit
+        if message.message_group is not None:
+            return fifo_queue_of(message.message_group, topic.queues)
+        counter = self._round_robin.setdefault(topic.name, itertools.count())
+        return next(counter) % topic.queues
+
+    def _properties(self, message: Message, ctx: SendContext) -> dict[str, str]:
+        properties = {k: v for k, v in message.properties.items() if k not in props.SYSTEM_KEYS}
+        for key in (props.DELAY, props.CHECK_IMMUNITY_TIME_IN_SECONDS):
+            if key in message.properties:
+                properties[key] = message.properties[key]
+        if message.tags:
+            properties[props.TAGS] = message.tags
+        if message.keys:
+            properties[props.KEYS] = props.KEY_SEPARATOR.join(message.keys)
+        properties[props.UNIQ_KEY] = message.message_id or msgid.new_message_id(self._clock.now_ms())
+        if message.message_group is not None:
+            properties[props.SHARDING_KEY] = message.message_group
+        if message.delay_level:
+            properties[props.DELAY] = str(message.delay_level)
+        if message.check_immunity_s is not None:
+            properties[props.CHECK_IMMUNITY_TIME_IN_SECONDS] = str(message.check_immunity_s)
+        if ctx.producer_group:
+            properties[props.PRODUCER_GROUP] = ctx.producer_group
+        properties[props.MESSAGE_TYPE] = message.message_type.name
+        return properties
+
+    def _deliver_ms(self, message: Message, now: int) -> int | None:
+        if message.delivery_timestamp_ms is not None:
+            if message.delivery_timestamp_ms > now + self._delay_ms_max:
+                raise errors.InvalidDeliveryTime(
+                    f"delivery time is more than {self._delay_ms_max // 1000} s in the future"
+                )
+            return message.delivery_timestamp_ms
+        if message.delay_level:
+            return levels_mod.deliver_at_ms(message.delay_level, now, self._levels)
+        return None
+
+    def _delayed(
+        self, base: PutRequest, properties: dict[str, str], deliver_ms: int, level: int | None
+    ) -> PutRequest:
+        properties[props.REAL_TOPIC] = base.topic
+        properties[props.REAL_QUEUE_ID] = str(base.queue_id)
+        properties[props.TIMER_DELIVER_MS] = str(deliver_ms)
+        if level:
+            clamped = levels_mod.clamp_level(level, self._levels)
+            properties[props.DELAY] = str(clamped)
+            topic, queue_id = names.SCHEDULE_TOPIC, clamped - 1
+        else:
+            topic, queue_id = names.TIMER_TOPIC, timer_queue_of(deliver_ms, self._timer_queues)
+        return _with_properties(
+            PutRequest(
+                topic=topic,
+                queue_id=queue_id,
+                body=base.body,
+                tags_code=deliver_ms,
+                born_timestamp_ms=base.born_timestamp_ms,
+                born_host=base.born_host,
+            ),
+            properties,
+        )
+
+    def _half(self, base: PutRequest, properties: dict[str, str], ctx: SendContext) -> PutRequest:
+        """A half message: stored in the half topic, real topic and queue in its properties."""
+        properties[props.REAL_TOPIC] = base.topic
+        properties[props.REAL_QUEUE_ID] = str(base.queue_id)
+        properties[props.TRAN_MSG] = "true"
+        properties.setdefault(props.PRODUCER_GROUP, ctx.producer_group or base.topic)
+        return _with_properties(
+            PutRequest(
+                topic=names.HALF_TOPIC,
+                queue_id=0,
+                body=base.body,
+                tags_code=base.tags_code,
+                sys_flag=SysFlag.TRANSACTION_PREPARED,
+                born_timestamp_ms=base.born_timestamp_ms,
+                born_host=base.born_host,
+            ),
+            properties,
+        )
+
+    def _result(
+        self, message: Message, request: PutRequest, topic: TopicConfig, appended: AppendResult
+    ) -> SendResult:
+        decoded = props.decode(request.properties)
+        host, port = split_host(self._store_host())
+        offset_id = msgid.offset_message_id(host, port, appended.physical_offset)
+        real_queue = int(decoded.get(props.REAL_QUEUE_ID, request.queue_id))
+        is_half = message.transactional
+        is_delayed = props.TIMER_DELIVER_MS in decoded and request.topic != topic.name
+        return SendResult(
+            message_id=decoded[props.UNIQ_KEY],
+            queue=MessageQueue(topic.name, real_queue, self._broker_name),
+            queue_offset=appended.queue_offset if not (is_half or is_delayed) else 0,
+            transaction_id=offset_id if is_half else None,
+            offset_message_id=offset_id,
+            recall_handle=encode_recall_handle(request.topic, request.queue_id, appended) if is_delayed else None,
+        )
+
+    def _store_host(self) -> str:
+        return self._store.config.store_host
+
+
+def _with_properties(request: PutRequest, properties: dict[str, str]) -> PutRequest:
+    return PutRequest(
+        topic=request.topic,
+        queue_id=request.queue_id,
+        body=request.body,
+        properties=props.encode(properties),
+        tags_code=request.tags_code,
+        flag=request.flag,
+        sys_flag=request.sys_flag,
+        born_timestamp_ms=request.born_timestamp_ms,
+        born_host=request.born_host,
+        reconsume_times=request.reconsume_times,
+        prepared_transaction_offset=request.prepared_transaction_offset,
+    )
+
+
+def encode_recall_handle(topic: str, queue_id: int, appended: AppendResult) -> str:
+    return f"{topic}:{queue_id}:{appended.queue_offset}:{appended.physical_offset}"
+
+
+def decode_recall_handle(handle: str) -> tuple[str, int, int, int]:
+    try:
+        topic, queue_id, queue_offset, physical = handle.rsplit(":", 3)
+        return topic, int(queue_id), int(queue_offset), int(physical)
+    except ValueError:
+        raise errors.InvalidArgument(f"malformed recall handle {handle[:64]!r}") from None
+
+
+MESSAGE_TYPES_ROUTED = (MessageType.NORMAL, MessageType.FIFO, MessageType.DELAY, MessageType.TRANSACTION)
