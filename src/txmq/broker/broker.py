@@ -79,7 +79,10 @@ class Broker:
             store, meta, levels=len(self.delay_levels), timer_queues=self.sender.timer_queue_count,
             now_ms=clock.now_ms(),
         )
-        self.pop = PopService(store, self.offsets, revive=self._revive, dead_letter=self._dead_letter)
+        self.pop = PopService(
+            store, self.offsets, revive=self._revive, dead_letter=self._dead_letter,
+            default_policy=GroupPolicy(max_attempts=config.max_delivery_attempts),
+        )
         self.transactions = TransactionService(self, meta)
         self._background: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()

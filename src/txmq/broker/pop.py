@@ -69,8 +69,17 @@ Mover = Callable[[str, StoredRecord, dict[str, str], int], Awaitable[None]]
 
 
 class PopService:
-    def __init__(self, store: MessageStore, offsets: ConsumerOffsets, *, revive: Mover, dead_letter: Mover) -> None:
+    def __init__(
+        self,
+        store: MessageStore,
+        offsets: ConsumerOffsets,
+        *,
+        revive: Mover,
+        dead_letter: Mover,
+        default_policy: GroupPolicy | None = None,
+    ) -> None:
         self._store = store
+        self._default_policy = default_policy or GroupPolicy()
         self._offsets = offsets
         self._revive = revive
         self._dead_letter = dead_letter
@@ -84,7 +93,7 @@ class PopService:
         self._policies[group] = policy
 
     def policy(self, group: str) -> GroupPolicy:
-        return self._policies.get(group, GroupPolicy())
+        return self._policies.get(group, self._default_policy)
 
     # ---- receive ------------------------------------------------------------------------------
     async def receive(

@@ -1,0 +1,98 @@
+"""Run a broker: open the store, start the front doors (gRPC, remoting, name server), run background
+services, stop cleanly on SIGTERM/SIGINT.
+
+The "ready" line is printed only once every front door accepts connections; scripts and tests wait
+for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from txmq.broker.broker import Broker
+from txmq.broker.config import BrokerConfig
+
+log = logging.getLogger(__name__)
+
+Closer = Callable[[], Awaitable[None]]
+
+
+@dataclass
+class RunningBroker:
+    broker: Broker
+    closers: list[Closer] = field(default_factory=list)
+
+    async def stop(self) -> None:
+        for close in reversed(self.closers):
+            try:
+                await close()
+            except Exception:
+                log.exception("error while stopping a front door")
+        await self.broker.close()
+
+
+async def start_broker(config: BrokerConfig) -> RunningBroker:
+    """Open the broker and start every front door; returns once they all accept connections."""
+    broker = await Broker.open(config)
+    running = RunningBroker(broker)
+    try:
+        from txmq.server.grpc_server import serve as serve_grpc
+
+        server = await serve_grpc(broker, config.host, config.grpc_port)
+
+        async def stop_grpc() -> None:
+            await server.stop(grace=1.0)
+
+        running.closers.append(stop_grpc)
+        await _start_remoting(running, config)
+    except BaseException:
+        await running.stop()
+        raise
+    broker.start_background()
+    return running
+
+
+async def _start_remoting(running: RunningBroker, config: BrokerConfig) -> None:
+    try:
+        from txmq.server import remoting_server
+    except ModuleNotFoundError:
+        return
+    closers = await remoting_server.serve_all(running.broker, config)
+    running.closers.extend(closers)
+
+
+async def run_until_signalled(config: BrokerConfig) -> None:
+    running = await start_broker(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    print(f"txmq broker ready on {config.host}:{config.grpc_port}", flush=True)
+    report = running.broker.store.recovery_report
+    if report is not None and report.truncated_bytes:
+        print(
+            f"recovery cut a torn tail: {report.truncated_bytes} bytes at offset {report.truncated_at} "
+            f"({report.reason})",
+            file=sys.stderr,
+            flush=True,
+        )
+    await stop.wait()
+    await running.stop()
+    print("txmq broker stopped", flush=True)
+
+
+def run(config: BrokerConfig) -> None:
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(run_until_signalled(config))
