@@ -1,0 +1,156 @@
+"""The per-message history of a transaction: events, their byte encoding, and folding them into a state.
+
+Every check and decision is recorded (DESIGN.md §3; pain points #12, #14, #17), so `txmq tx show ID` can
+print exactly what happened and the check service can rebuild its state at start by folding the events
+it stored (for example as bodies of records in an op/audit topic). Pure: no I/O, no clock.
+
+Recording rules the service follows, which :func:`fold` relies on:
+
+* ``CHECK_SENT`` is recorded only once the check was handed to a live producer's stream (a check that
+  could not be delivered is not an event: pain points #6, #14).
+* ``DECISION`` is recorded for every COMMIT/ROLLBACK that was *accepted*; a rejected one is recorded as
+  ``CONFLICT``, a duplicate may be recorded as ``DECISION`` again (folding is idempotent).
+* ``CHECK_ANSWER`` records what a producer answered (UNKNOWN included); it never changes the state by
+  itself: an accepted COMMIT/ROLLBACK answer is followed by a ``DECISION`` event with source CHECK.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any, Final, TypeVar
+
+from txmq.common import errors
+
+from .model import Decision, DecisionSource, TxnState, apply_decision
+
+ENCODING_VERSION: Final = 1
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+class EventKind(enum.Enum):
+    HALF_STORED = "HALF_STORED"
+    CHECK_SENT = "CHECK_SENT"
+    CHECK_ANSWER = "CHECK_ANSWER"
+    DECISION = "DECISION"
+    CONFLICT = "CONFLICT"
+    DISCARDED = "DISCARDED"
+    RESUMED = "RESUMED"
+
+
+@dataclass(frozen=True, slots=True)
+class TxnEvent:
+    """One line of a transaction's history. ``at_ms`` is always broker time."""
+
+    kind: EventKind
+    transaction_id: str
+    at_ms: int
+    source: DecisionSource | None = None
+    producer_client_id: str | None = None
+    decision: Decision | None = None
+    detail: str = ""
+
+    def encode(self) -> bytes:
+        """Compact JSON, one object; stable key names (they are stored)."""
+        doc: dict[str, Any] = {
+            "v": ENCODING_VERSION,
+            "kind": self.kind.value,
+            "txid": self.transaction_id,
+            "at": self.at_ms,
+        }
+        if self.source is not None:
+            doc["source"] = self.source.value
+        if self.producer_client_id is not None:
+            doc["client"] = self.producer_client_id
+        if self.decision is not None:
+            doc["decision"] = self.decision.value
+        if self.detail:
+            doc["detail"] = self.detail
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+
+    @staticmethod
+    def decode(data: bytes) -> TxnEvent:
+        """Inverse of :meth:`encode`; raises ``CorruptRecord`` naming what is wrong, never anything else."""
+        try:
+            doc = json.loads(data.decode())
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise errors.CorruptRecord(f"transaction event is not UTF-8 JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise errors.CorruptRecord("transaction event is not a JSON object")
+        if doc.get("v") != ENCODING_VERSION:
+            raise errors.CorruptRecord(f"transaction event has unknown version {doc.get('v')!r}")
+        try:
+            return TxnEvent(
+                kind=EventKind(doc["kind"]),
+                transaction_id=_typed(doc, "txid", str),
+                at_ms=_typed(doc, "at", int),
+                source=_enum_or_none(DecisionSource, doc.get("source")),
+                producer_client_id=_optional_str(doc.get("client")),
+                decision=_enum_or_none(Decision, doc.get("decision")),
+                detail=_optional_str(doc.get("detail")) or "",
+            )
+        except (KeyError, ValueError, TypeError) as exc:
+            raise errors.CorruptRecord(f"transaction event is malformed: {exc!r}") from None
+
+
+def _typed(doc: dict[str, Any], key: str, kind: type[Any]) -> Any:
+    value = doc[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise TypeError(f"{key} must be {kind.__name__}")
+    return value
+
+
+def _optional_str(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError("expected a string")
+
+
+def _enum_or_none(cls: type[_E], value: object) -> _E | None:
+    return None if value is None else cls(value)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    """What folding a history yields: enough to build a ``HalfView`` (plus immunity and producer liveness)."""
+
+    state: TxnState = TxnState.PENDING
+    stored_ms: int | None = None
+    checks_delivered: int = 0
+    last_check_ms: int | None = None
+    decided_ms: int | None = None
+    decided_by: DecisionSource | None = None
+    conflicts: int = 0
+
+
+def fold(events: Iterable[TxnEvent], start: TxnRecord | None = None) -> TxnRecord:
+    """Apply events in order. Idempotent for repeated DECISION events; unknown orderings never raise."""
+    record = start or TxnRecord()
+    for event in events:
+        record = step(record, event)
+    return record
+
+
+def step(record: TxnRecord, event: TxnEvent) -> TxnRecord:
+    """One event applied to a record (see the module's recording rules)."""
+    kind = event.kind
+    if kind is EventKind.HALF_STORED:
+        return replace(record, stored_ms=event.at_ms)
+    if kind is EventKind.CHECK_SENT:
+        if record.state is not TxnState.PENDING:
+            return record
+        return replace(record, checks_delivered=record.checks_delivered + 1, last_check_ms=event.at_ms)
+    if kind is EventKind.DECISION and event.decision is not None:
+        outcome = apply_decision(record.state, event.decision, event.source or DecisionSource.PRODUCER)
+        if not outcome.changed:
+            return record
+        return replace(record, state=outcome.state, decided_ms=event.at_ms, decided_by=event.source)
+    if kind is EventKind.CONFLICT:
+        return replace(record, conflicts=record.conflicts + 1)
+    if kind is EventKind.DISCARDED and record.state is TxnState.PENDING:
+        return replace(record, state=TxnState.DISCARDED)
+    if kind is EventKind.RESUMED and record.state is TxnState.DISCARDED:
+        return replace(record, state=TxnState.PENDING, checks_delivered=0, last_check_ms=None)
+    return record
