@@ -8,6 +8,7 @@ of one topic.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import zlib
 from collections.abc import Sequence
@@ -16,12 +17,13 @@ from dataclasses import dataclass
 from txmq.broker import delay_levels as levels_mod
 from txmq.broker.filtering import tag_hash
 from txmq.broker.records import split_host
+from txmq.broker.reput import real_destination, to_real_topic
 from txmq.broker.topics import TopicConfig, TopicRegistry
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.clock import Clock
 from txmq.common.message import Message, MessageQueue, MessageType, SendResult, SysFlag
-from txmq.storage.api import AppendResult, PutRequest
+from txmq.storage.api import AppendResult, PutRequest, StoredRecord
 from txmq.storage.store import MessageStore
 
 TIMER_BUCKET_MS = 60_000
@@ -98,9 +100,12 @@ class SendService:
             born_timestamp_ms=now,
             born_host=ctx.born_host,
         )
-        if message.transactional:
-            return topic, self._half(base, properties, ctx)
         deliver_ms = self._deliver_ms(message, now)
+        if message.transactional:
+            # Transaction + delay: the delay is kept on the half message and starts at the commit.
+            if message.delivery_timestamp_ms is not None and deliver_ms is not None:
+                properties[props.TIMER_DELIVER_MS] = str(deliver_ms)
+            return topic, self._half(base, properties, ctx)
         if deliver_ms is not None and deliver_ms > now:
             return topic, self._delayed(base, properties, deliver_ms, message.delay_level)
         properties.pop(props.DELAY, None)
@@ -223,7 +228,7 @@ class SendService:
         offset_id = msgid.offset_message_id(host, port, appended.physical_offset)
         real_queue = int(decoded.get(props.REAL_QUEUE_ID, request.queue_id))
         is_half = message.transactional
-        is_delayed = props.TIMER_DELIVER_MS in decoded and request.topic != topic.name
+        is_delayed = not is_half and props.TIMER_DELIVER_MS in decoded and request.topic != topic.name
         return SendResult(
             message_id=decoded[props.UNIQ_KEY],
             queue=MessageQueue(topic.name, real_queue, self._broker_name),
@@ -231,6 +236,21 @@ class SendService:
             transaction_id=offset_id if is_half else None,
             offset_message_id=offset_id,
             recall_handle=encode_recall_handle(request.topic, request.queue_id, appended) if is_delayed else None,
+        )
+
+    def delayed_from_commit(self, half: StoredRecord, decoded: dict[str, str], now_ms: int) -> PutRequest:
+        """A committed transactional message that asked for a delay: the delay starts at the commit."""
+        real_topic, real_queue = real_destination(decoded, half)
+        level = int(decoded.get(props.DELAY, "0") or 0)
+        if level > 0:
+            deliver_ms = levels_mod.deliver_at_ms(level, now_ms, self._levels)
+        else:
+            deliver_ms = now_ms + max(0, int(decoded[props.TIMER_DELIVER_MS]) - half.born_timestamp_ms)
+        base = to_real_topic(half, decoded, sys_flag=SysFlag.TRANSACTION_COMMIT)
+        properties = props.decode(base.properties)
+        properties.pop(props.DELAY, None)
+        return self._delayed(
+            dataclasses.replace(base, topic=real_topic, queue_id=real_queue), properties, deliver_ms, level or None
         )
 
     def _store_host(self) -> str:

@@ -118,16 +118,10 @@ class Message:
             not self.message_group or len(self.message_group.encode()) > limits.message_group_bytes_max
         ):
             raise errors.InvalidMessageGroup("the message group is empty or too long")
-        kinds = sum(
-            [
-                self.transactional,
-                self.message_group is not None,
-                self.delivery_timestamp_ms is not None or bool(self.delay_level),
-            ]
-        )
-        if kinds > 1:
+        delayed = self.delivery_timestamp_ms is not None or bool(self.delay_level)
+        if self.message_group is not None and (delayed or self.transactional):
             raise errors.MessageTypeConflict(
-                "a message is one of FIFO (message_group), DELAY (delay) or TRANSACTION, not several"
+                "a FIFO message (message_group) cannot also be delayed or transactional"
             )
         if self.delivery_timestamp_ms is not None and self.delivery_timestamp_ms < 0:
             raise errors.InvalidDeliveryTime("the delivery timestamp is negative")

@@ -1,0 +1,463 @@
+"""The transaction service: decisions on half messages and check-back, with a durable history.
+
+Storage layout (all internal topics on the one CommitLog):
+
+* a half message is a record in ``RMQ_SYS_TRANS_HALF_TOPIC`` (queue 0), written by the send path; its
+  queue unit's tags code is the broker time it arrived, so finding what is old enough needs no log read;
+* every event about it (check sent, answer, decision, conflict, discard, resume) is an op record in
+  ``RMQ_SYS_TRANS_OP_HALF_TOPIC``: body = :class:`TxnEvent`, key ``%TXOP%<half offset>`` in the index, so
+  ``txmq tx show`` and late decisions find a message's whole history without scanning;
+* COMMIT appends the real message **and** its DECISION op record in one atomic batch (never one without
+  the other); ROLLBACK appends only the op record;
+* a discarded half message is also copied to ``TRANS_CHECK_MAX_TIME_TOPIC``.
+
+In memory: a cursor over the half queue (everything before it was examined once its timeout passed),
+the messages past the cursor still pending or discarded (``_watched``, with a due-time heap), and folded
+histories of messages the cursor has not reached yet (``_early``: decisions arrive within the timeout,
+so this holds about rate x timeout entries). The cost of a round grows with what is due, not with what is
+pending. A snapshot (cursor, watched, early, op offset applied) is saved periodically; at start the op
+records after the snapshot are replayed, so nothing is counted twice and nothing is forgotten.
+
+The decision rules are pure functions in :mod:`.model` and :mod:`.decide`; this module does the I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from txmq.broker.reput import to_real_topic
+from txmq.broker.records import split_host, to_view
+from txmq.common import errors, msgid, names
+from txmq.common import properties as props
+from txmq.common.message import MessageView, SysFlag
+from txmq.storage.api import PutRequest, StoredRecord
+
+from .decide import ActionKind, CheckPolicy, HalfView, decide, immunity_ms_from_property, next_due_ms
+from .history import EventKind, TxnEvent, TxnRecord, fold, step
+from .model import Decision, DecisionSource, OutcomeKind, TxnState, apply_decision
+from .rounds import START, DueSchedule, RoundCursor, plan_round
+
+if TYPE_CHECKING:
+    from txmq.broker.broker import Broker
+    from txmq.broker.persist import MetaFiles
+
+log = logging.getLogger(__name__)
+
+_FILE = "transactions.json"
+_HALF_PROPERTY = "__TXMQ_HALF"
+_CURSOR_UNITS = 512
+_SAVE_EVERY_MS = 1_000
+
+
+def op_key(half_offset: int) -> str:
+    return f"%TXOP%{half_offset}"
+
+
+@dataclass(slots=True)
+class Watch:
+    """A half message past the cursor that is not resolved yet."""
+
+    record: TxnRecord
+    queue_offset: int
+    immunity_ms: int | None
+    producer_group: str
+    real_topic: str
+
+
+class TransactionService:
+    def __init__(self, broker: Broker, meta: MetaFiles) -> None:
+        self._broker = broker
+        self._store = broker.store
+        self._clock = broker.clock
+        self._meta = meta
+        config = broker.config
+        self.policy = CheckPolicy(
+            transaction_timeout_ms=config.transaction_timeout_ms,
+            check_interval_ms=config.transaction_check_interval_ms,
+            check_max=config.transaction_check_max,
+        )
+        self._cursor = 0  # next half queue offset to examine
+        self._op_applied = 0  # op queue offsets below this are reflected in memory
+        self._watched: dict[int, Watch] = {}
+        self._early: dict[int, TxnRecord] = {}
+        self._schedule = DueSchedule()
+        self._round_cursor: RoundCursor = START
+        self._last_save_ms = 0
+        self._deciding: dict[int, asyncio.Lock] = {}  # one decision at a time per half message
+        self.checks_sent = 0
+        self.discarded = 0
+
+    # ---- identity ------------------------------------------------------------------------------
+    def transaction_id_of(self, half_offset: int) -> str:
+        host, port = split_host(self._store.config.store_host)
+        return msgid.offset_message_id(host, port, half_offset)
+
+    def _half_offset(self, transaction_id: str) -> int:
+        parsed = msgid.parse_offset_message_id(transaction_id)
+        if parsed is None:
+            raise errors.InvalidTransactionId(f"{transaction_id!r} is not a txmq transaction id")
+        return parsed[2]
+
+    def _read_half(self, half_offset: int) -> StoredRecord:
+        try:
+            record = self._store.read(half_offset)
+        except (errors.TxmqError, ValueError):
+            raise errors.InvalidTransactionId(f"no half message at offset {half_offset}") from None
+        if record.topic != names.HALF_TOPIC:
+            raise errors.InvalidTransactionId(f"offset {half_offset} is not a half message")
+        return record
+
+    # ---- decisions -----------------------------------------------------------------------------
+    async def end(
+        self, *, topic: str, message_id: str, transaction_id: str, commit: bool | None, from_check: bool,
+        client_id: str = "", operator: bool = False,
+    ) -> None:
+        """Apply a producer's (or an operator's) decision; the first terminal decision wins."""
+        half_offset = self._half_offset(transaction_id)
+        half = self._read_half(half_offset)
+        decoded = props.decode(half.properties)
+        if message_id and decoded.get(props.UNIQ_KEY) not in (message_id, None):
+            raise errors.InvalidTransactionId(
+                f"transaction {transaction_id} belongs to message {decoded.get(props.UNIQ_KEY)}, not {message_id}"
+            )
+        if topic and decoded.get(props.REAL_TOPIC) not in (topic, None):
+            raise errors.InvalidTransactionId(f"transaction {transaction_id} belongs to another topic than {topic}")
+        lock = self._deciding.setdefault(half_offset, asyncio.Lock())
+        try:
+            async with lock:
+                await self._decide(half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator)
+        finally:
+            if not lock.locked() and self._deciding.get(half_offset) is lock:
+                del self._deciding[half_offset]
+
+    async def _decide(
+        self, half_offset: int, half: StoredRecord, decoded: dict[str, str], transaction_id: str,
+        commit: bool | None, from_check: bool, client_id: str, operator: bool,
+    ) -> None:
+        decision = Decision.UNKNOWN if commit is None else Decision.COMMIT if commit else Decision.ROLLBACK
+        source = (
+            DecisionSource.OPERATOR if operator else DecisionSource.CHECK if from_check else DecisionSource.PRODUCER
+        )
+        state = self._state_of(half_offset)
+        outcome = apply_decision(state, decision, source)
+        now = self._clock.now_ms()
+        event = TxnEvent(
+            kind=EventKind.DECISION, transaction_id=transaction_id, at_ms=now, source=source,
+            producer_client_id=client_id or None, decision=decision,
+        )
+        if outcome.kind is OutcomeKind.IGNORED_UNKNOWN:
+            if from_check:
+                await self._append_events(half_offset, [dataclasses.replace(event, kind=EventKind.CHECK_ANSWER)])
+            return
+        if outcome.kind is OutcomeKind.DUPLICATE:
+            return
+        if outcome.kind is OutcomeKind.CONFLICT:
+            detail = f"{decision.value} rejected: already {state.value}"
+            await self._append_events(half_offset, [dataclasses.replace(event, kind=EventKind.CONFLICT, detail=detail)])
+            raise errors.Conflict(f"transaction {transaction_id} was already {state.value.lower()}; {detail}")
+        if outcome.late:
+            event = dataclasses.replace(event, detail="late decision on a discarded message")
+        requests: list[PutRequest] = []
+        if decision is Decision.COMMIT:
+            requests.append(self._committed_request(half, decoded, now))
+        requests.append(self._op_request(half_offset, event))
+        appended = await self._store.put_batch(requests)
+        self._apply(half_offset, event, appended[-1].queue_offset)
+
+    def _committed_request(self, half: StoredRecord, decoded: dict[str, str], now_ms: int) -> PutRequest:
+        """The real message; a delayed transactional message is delayed from the commit (not from the send)."""
+        deliver = decoded.get(props.TIMER_DELIVER_MS)
+        if deliver and deliver.isdigit() or decoded.get(props.DELAY):
+            return self._broker.sender.delayed_from_commit(half, decoded, now_ms)
+        return to_real_topic(half, decoded, sys_flag=SysFlag.TRANSACTION_COMMIT)
+
+    def _state_of(self, half_offset: int) -> TxnState:
+        watch = self._watched.get(half_offset)
+        if watch is not None:
+            return watch.record.state
+        early = self._early.get(half_offset)
+        if early is not None:
+            return early.state
+        half = self._store.read(half_offset)
+        if half.queue_offset >= self._cursor:
+            return TxnState.PENDING
+        return fold(self._events_of(half_offset)).state  # resolved long ago: ask the op log
+
+    def _events_of(self, half_offset: int) -> list[TxnEvent]:
+        found = self._store.query_by_key(op_key(half_offset), 100_000)
+        events = [
+            TxnEvent.decode(r.body)
+            for r in sorted(found, key=lambda r: r.physical_offset)
+            if r.topic == names.OP_HALF_TOPIC
+        ]
+        return events
+
+    def _op_request(self, half_offset: int, event: TxnEvent) -> PutRequest:
+        properties = {props.KEYS: op_key(half_offset), _HALF_PROPERTY: str(half_offset), props.TAGS: "d"}
+        return PutRequest(
+            topic=names.OP_HALF_TOPIC, queue_id=0, body=event.encode(), properties=props.encode(properties),
+            born_timestamp_ms=event.at_ms,
+        )
+
+    async def _append_events(self, half_offset: int, events: Sequence[TxnEvent]) -> None:
+        appended = await self._store.put_batch([self._op_request(half_offset, e) for e in events])
+        for event, result in zip(events, appended, strict=True):
+            self._apply(half_offset, event, result.queue_offset)
+
+    def _apply(self, half_offset: int, event: TxnEvent, op_queue_offset: int) -> None:
+        """Reflect one stored event in memory (also used when replaying the op log at start)."""
+        self._op_applied = max(self._op_applied, op_queue_offset + 1)
+        watch = self._watched.get(half_offset)
+        if watch is None:
+            self._early[half_offset] = step(self._early.get(half_offset, TxnRecord()), event)
+            return
+        watch.record = step(watch.record, event)
+        if watch.record.state.is_terminal:
+            del self._watched[half_offset]
+            self._schedule.set(half_offset, None)
+        else:
+            self._reschedule(half_offset, watch)
+
+    def _reschedule(self, half_offset: int, watch: Watch) -> None:
+        self._schedule.set(half_offset, next_due_ms(self._view(watch, online=True), self.policy))
+
+    def _view(self, watch: Watch, *, online: bool) -> HalfView:
+        record = watch.record
+        return HalfView(
+            stored_ms=record.stored_ms or 0, state=record.state, checks_delivered=record.checks_delivered,
+            last_check_ms=record.last_check_ms, immunity_ms=watch.immunity_ms, producer_online=online,
+        )
+
+    # ---- the check service ---------------------------------------------------------------------
+    async def tick(self, now_ms: int) -> int:
+        """One round: advance the cursor over half messages past their timeout, then act on what is due."""
+        self._advance_cursor(now_ms)
+        plan = plan_round(self._schedule.iter_due(now_ms), now_ms, self._round_cursor)
+        self._round_cursor = plan.cursor
+        acted = 0
+        for entry in plan.batch:
+            try:
+                acted += await self._act(entry.offset, now_ms)
+            except errors.StoreFenced:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a poison record is skipped, never blocks the round
+                log.error("transaction check of half message %d failed: %s", entry.offset, exc)
+                self._schedule.set(entry.offset, now_ms + self.policy.check_interval_ms)
+        if now_ms - self._last_save_ms >= _SAVE_EVERY_MS:
+            self.save()
+            self._last_save_ms = now_ms
+        return acted
+
+    def _advance_cursor(self, now_ms: int) -> None:
+        timeout = self.policy.transaction_timeout_ms
+        while True:
+            units = self._store.queue_units(names.HALF_TOPIC, 0, self._cursor, _CURSOR_UNITS)
+            for unit in units:
+                if unit.tags_code + timeout > now_ms:
+                    return
+                self._watch(unit.physical_offset, unit.queue_offset, unit.tags_code)
+                self._cursor = unit.queue_offset + 1
+            if len(units) < _CURSOR_UNITS:
+                return
+
+    def _watch(self, half_offset: int, queue_offset: int, stored_ms: int) -> None:
+        record = self._early.pop(half_offset, TxnRecord())
+        if record.state.is_terminal:
+            return
+        try:
+            half = self._store.read(half_offset)
+            decoded = props.decode(half.properties)
+        except errors.TxmqError as exc:
+            log.error("half message at %d is unreadable and is skipped: %s", half_offset, exc)
+            return
+        watch = Watch(
+            record=dataclasses.replace(record, stored_ms=stored_ms),
+            queue_offset=queue_offset,
+            immunity_ms=immunity_ms_from_property(decoded.get(props.CHECK_IMMUNITY_TIME_IN_SECONDS)),
+            producer_group=decoded.get(props.PRODUCER_GROUP, ""),
+            real_topic=decoded.get(props.REAL_TOPIC, ""),
+        )
+        self._watched[half_offset] = watch
+        self._reschedule(half_offset, watch)
+
+    def _producers(self, watch: Watch) -> list[Any]:
+        clients = self._broker.clients
+        found = clients.producers_for(watch.producer_group) if watch.producer_group else []
+        if not found and watch.real_topic:
+            found = clients.producers_for(watch.real_topic)
+        return found
+
+    async def _act(self, half_offset: int, now_ms: int) -> int:
+        watch = self._watched.get(half_offset)
+        if watch is None:
+            self._schedule.set(half_offset, None)
+            return 0
+        producers = self._producers(watch)
+        action = decide(self._view(watch, online=bool(producers)), now_ms, self.policy)
+        if action.kind is ActionKind.WAIT or action.kind is ActionKind.NO_PRODUCER:
+            self._schedule.set(half_offset, action.until_ms)
+            return 0
+        if action.kind is ActionKind.SKIP:
+            self._schedule.set(half_offset, None)
+            return 0
+        txid = self.transaction_id_of(half_offset)
+        if action.kind is ActionKind.DISCARD:
+            await self._discard(half_offset, txid, now_ms)
+            return 1
+        view = self._check_view(half_offset, txid)
+        for producer in producers:
+            if producer.channel is not None and producer.channel.send_check(view, txid):
+                event = TxnEvent(
+                    kind=EventKind.CHECK_SENT, transaction_id=txid, at_ms=now_ms,
+                    producer_client_id=producer.client_id,
+                )
+                await self._append_events(half_offset, [event])
+                self.checks_sent += 1
+                return 1
+        self._schedule.set(half_offset, now_ms + self.policy.no_producer_retry_ms)
+        return 0
+
+    def _check_view(self, half_offset: int, txid: str) -> MessageView:
+        half = self._store.read(half_offset)
+        decoded = props.decode(half.properties)
+        view = to_view(half, decoded=decoded)
+        real_queue = decoded.get(props.REAL_QUEUE_ID, "0")
+        return dataclasses.replace(
+            view,
+            topic=decoded.get(props.REAL_TOPIC, view.topic),
+            queue_id=int(real_queue) if real_queue.isdigit() else 0,
+            transaction_id=txid,
+        )
+
+    async def _discard(self, half_offset: int, txid: str, now_ms: int) -> None:
+        half = self._store.read(half_offset)
+        decoded = props.decode(half.properties)
+        copy = to_real_topic(
+            half, {**decoded, props.REAL_TOPIC: names.CHECK_MAX_TIME_TOPIC, props.REAL_QUEUE_ID: "0"},
+            extra={props.REAL_TOPIC + "_ORIGIN": decoded.get(props.REAL_TOPIC, "")},
+        )
+        event = TxnEvent(
+            kind=EventKind.DISCARDED, transaction_id=txid, at_ms=now_ms,
+            detail=f"no decision after {self.policy.check_max} delivered checks",
+        )
+        appended = await self._store.put_batch([copy, self._op_request(half_offset, event)])
+        self._apply(half_offset, event, appended[-1].queue_offset)
+        self.discarded += 1
+        log.warning("transaction %s discarded to %s after %d checks", txid, names.CHECK_MAX_TIME_TOPIC,
+                    self.policy.check_max)
+
+    # ---- operators -----------------------------------------------------------------------------
+    async def resume(self, transaction_id: str) -> None:
+        half_offset = self._half_offset(transaction_id)
+        self._read_half(half_offset)
+        if self._state_of(half_offset) is not TxnState.DISCARDED:
+            raise errors.Conflict(f"transaction {transaction_id} is not discarded; only discarded ones resume")
+        event = TxnEvent(kind=EventKind.RESUMED, transaction_id=transaction_id, at_ms=self._clock.now_ms(),
+                         source=DecisionSource.OPERATOR)
+        await self._append_events(half_offset, [event])
+
+    async def resolve(self, transaction_id: str, commit: bool) -> None:
+        await self.end(topic="", message_id="", transaction_id=transaction_id, commit=commit,
+                       from_check=False, operator=True)
+
+    def list_pending(self, limit: int = 1000) -> list[dict[str, Any]]:
+        """Pending and discarded half messages, oldest first, with age and delivered checks."""
+        now = self._clock.now_ms()
+        rows = [self._row(offset, w.record, now) for offset, w in sorted(self._watched.items())]
+        units = self._store.queue_units(names.HALF_TOPIC, 0, self._cursor, max(0, limit - len(rows)))
+        for unit in units:
+            record = self._early.get(unit.physical_offset, TxnRecord(stored_ms=unit.tags_code))
+            if not record.state.is_terminal:
+                rows.append(self._row(unit.physical_offset, dataclasses.replace(record, stored_ms=unit.tags_code), now))
+        return rows[:limit]
+
+    def _row(self, half_offset: int, record: TxnRecord, now_ms: int) -> dict[str, Any]:
+        half = self._store.read(half_offset)
+        decoded = props.decode(half.properties)
+        stored = record.stored_ms or half.born_timestamp_ms
+        return {
+            "transaction_id": self.transaction_id_of(half_offset),
+            "message_id": decoded.get(props.UNIQ_KEY, ""),
+            "topic": decoded.get(props.REAL_TOPIC, ""),
+            "producer_group": decoded.get(props.PRODUCER_GROUP, ""),
+            "state": record.state.value,
+            "age_ms": max(0, now_ms - stored),
+            "checks": record.checks_delivered,
+        }
+
+    def show(self, transaction_id: str) -> dict[str, Any]:
+        half_offset = self._half_offset(transaction_id)
+        half = self._read_half(half_offset)
+        decoded = props.decode(half.properties)
+        events = self._events_of(half_offset)
+        record = fold(events, TxnRecord(stored_ms=half.born_timestamp_ms))
+        return {
+            "transaction_id": transaction_id,
+            "message_id": decoded.get(props.UNIQ_KEY, ""),
+            "topic": decoded.get(props.REAL_TOPIC, ""),
+            "producer_group": decoded.get(props.PRODUCER_GROUP, ""),
+            "stored_ms": half.born_timestamp_ms,
+            "state": self._state_of(half_offset).value,
+            "checks": record.checks_delivered,
+            "history": [
+                {"kind": "HALF_STORED", "at_ms": half.born_timestamp_ms}
+            ]
+            + [
+                {
+                    "kind": e.kind.value, "at_ms": e.at_ms, "source": e.source.value if e.source else None,
+                    "decision": e.decision.value if e.decision else None, "client": e.producer_client_id,
+                    "detail": e.detail,
+                }
+                for e in events
+            ],
+        }
+
+    # ---- persistence ---------------------------------------------------------------------------
+    def save(self) -> None:
+        self._meta.save_json(
+            _FILE,
+            {
+                "cursor": self._cursor,
+                "op_applied": self._op_applied,
+                "watched": [[o, _record_json(w.record), w.queue_offset, w.immunity_ms, w.producer_group, w.real_topic]
+                            for o, w in self._watched.items()],
+                "early": [[o, _record_json(r)] for o, r in self._early.items()],
+            },
+        )
+
+    async def recover(self) -> None:
+        """Load the snapshot, then replay the op records written after it."""
+        saved = self._meta.load_json(_FILE) or {}
+        self._cursor = int(saved.get("cursor", 0))
+        self._op_applied = int(saved.get("op_applied", 0))
+        for offset, rec, queue_offset, immunity, group, topic in saved.get("watched", []):
+            self._watched[int(offset)] = Watch(_record_from(rec), int(queue_offset), immunity, group, topic)
+            self._reschedule(int(offset), self._watched[int(offset)])
+        for offset, rec in saved.get("early", []):
+            self._early[int(offset)] = _record_from(rec)
+        low = max(self._op_applied, self._store.min_offset(names.OP_HALF_TOPIC, 0))
+        while True:
+            read = self._store.read_queue(names.OP_HALF_TOPIC, 0, low, 512)
+            for op in read.records:
+                half = props.decode(op.properties).get(_HALF_PROPERTY, "")
+                if half.isdigit():
+                    self._apply(int(half), TxnEvent.decode(op.body), op.queue_offset)
+            if not read.records:
+                break
+            low = read.next_offset
+
+
+def _record_json(record: TxnRecord) -> list[Any]:
+    return [record.state.value, record.stored_ms, record.checks_delivered, record.last_check_ms, record.conflicts]
+
+
+def _record_from(data: list[Any]) -> TxnRecord:
+    return TxnRecord(
+        state=TxnState(data[0]), stored_ms=data[1], checks_delivered=int(data[2]), last_check_ms=data[3],
+        conflicts=int(data[4]),
+    )
