@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from txmq.storage import metafile
+from txmq.storage.checkpoint import read_meta, write_meta
 from txmq.storage.fs import FileSystem
 
 
@@ -21,11 +21,11 @@ class MetaFiles:
         fs.makedirs(str(directory))
 
     def load_json(self, name: str) -> Any | None:
-        payload = metafile.read_meta(self._fs, str(self._dir / name))
+        payload = read_meta(self._fs, str(self._dir / name))
         if payload is None:
             return None
         return json.loads(payload.decode("utf-8"))
 
     def save_json(self, name: str, value: Any) -> None:
         payload = json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
-        metafile.write_meta(self._fs, str(self._dir / name), payload)
+        write_meta(self._fs, str(self._dir / name), payload)
