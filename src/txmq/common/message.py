@@ -72,7 +72,7 @@ class Message:
     body: bytes
     tags: str | None = None
     keys: tuple[str, ...] = ()
-    properties: Mapping[str, str] = field(default=_EMPTY)
+    properties: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     message_group: str | None = None
     delivery_timestamp_ms: int | None = None
     delay_level: int | None = None
@@ -143,7 +143,7 @@ class MessageView:
     store_timestamp_ms: int
     tags: str | None = None
     keys: tuple[str, ...] = ()
-    properties: Mapping[str, str] = field(default=_EMPTY)
+    properties: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     message_group: str | None = None
     delivery_timestamp_ms: int | None = None
     message_type: MessageType = MessageType.NORMAL
