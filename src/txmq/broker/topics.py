@@ -88,7 +88,7 @@ class TopicRegistry:
         """Create or update a topic. Queues can grow but never shrink (offsets would be orphaned)."""
         names.validate_topic(name, allow_system=system or names.is_retry_or_dlq(name))
         count = self._default_queues if queues is None else queues
-        if not 1 <= count <= limits.queues_per_topic_max:
+        if count < 1 or (count > limits.queues_per_topic_max and not system):
             raise errors.InvalidArgument(f"queues must be 1..{limits.queues_per_topic_max}, got {count}")
         existing = self._topics.get(name)
         if existing is not None and count < existing.queues:
