@@ -36,7 +36,7 @@ class RecordingChannel:
 def make_config(path: Path, **overrides: object) -> BrokerConfig:
     base = BrokerConfig(
         data_dir=str(path),
-        flush=FlushMode.ASYNC,
+        flush=FlushMode.SYNC,
         segment_bytes=256 * 1024,
         transaction_timeout_ms=6_000,
         transaction_check_interval_ms=30_000,
