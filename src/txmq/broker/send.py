@@ -212,7 +212,7 @@ class SendService:
                 topic=names.HALF_TOPIC,
                 queue_id=0,
                 body=base.body,
-                tags_code=base.tags_code,
+                tags_code=base.born_timestamp_ms,  # broker time: the check service finds old halves by it
                 sys_flag=SysFlag.TRANSACTION_PREPARED,
                 born_timestamp_ms=base.born_timestamp_ms,
                 born_host=base.born_host,
