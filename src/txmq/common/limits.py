@@ -32,6 +32,7 @@ name_pattern: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 # Queues
 queues_per_topic_max: Final = 1024
 queues_per_topic_default: Final = 4
+queue_id_max: Final = 65_535  # store format bound; system topics (the timer wheel) exceed the user limit
 
 # Wire
 frame_bytes_max: Final = 16 * MiB  # remoting NettyDecoder FRAME_MAX_LENGTH
