@@ -83,7 +83,7 @@ def encode_binary_header(cmd: RemotingCommand) -> bytes:
     remark = cmd.remark.encode("utf-8") if cmd.remark else b""
     parts.append(_INT.pack(len(remark)))
     parts.append(remark)
-    ext = []
+    ext: list[bytes] = []
     for key, value in cmd.ext_fields.items():
         raw_key = key.encode("utf-8")
         if len(raw_key) > 0x7FFF:
