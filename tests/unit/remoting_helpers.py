@@ -22,10 +22,7 @@ GOLDEN_JSON_COMMAND = RemotingCommand(code=310, opaque=7, ext_fields={"a": "g", 
 # 0005 "topic" 00000001 "T" (12 bytes, length 0x0c). Header = 2+1+2+4+4 + 4 + 4+12 = 33 = 0x21;
 # no body; length = 4 + 33 = 37 = 0x25; second word = (1 << 24) | 33 = 0x01000021.
 GOLDEN_BINARY_FRAME = bytes.fromhex(
-    "00000025 01000021"
-    "0027 00 0191 00000005 00000002"
-    "00000000"
-    "0000000c 0005 746f706963 00000001 54"
+    "00000025 010000210027 00 0191 00000005 00000002000000000000000c 0005 746f706963 00000001 54"
 )
 GOLDEN_BINARY_COMMAND = RemotingCommand(
     code=39, opaque=5, flag=2, ext_fields={"topic": "T"}, version=401, serialize_type=SerializeType.ROCKETMQ

@@ -55,7 +55,9 @@ def test_trailing_bytes_untouched(cmd: RemotingCommand, data: bytes) -> None:
 
 
 def _frame(header: bytes, body: bytes = b"", serialize_type: int = 0) -> bytes:
-    return struct.pack(">iI", 4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
+    return (
+        struct.pack(">iI", 4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
+    )
 
 
 BAD = {
@@ -100,7 +102,14 @@ def test_ali_ons_numbers_and_booleans_are_coerced() -> None:
         "extFields": {"a": "PID", "d": 4, "g": 1795345299392, "k": False, "x": True, "n": None, "f": 1.5},
     }  # fmt: skip
     cmd = frame.decode(_frame(json.dumps(header).encode()))
-    assert cmd.ext_fields == {"a": "PID", "d": "4", "g": "1795345299392", "k": "false", "x": "true", "f": "1.5"}
+    assert cmd.ext_fields == {
+        "a": "PID",
+        "d": "4",
+        "g": "1795345299392",
+        "k": "false",
+        "x": "true",
+        "f": "1.5",
+    }
     assert cmd.language is LanguageCode.NODE_JS
     assert cmd.version == 121
 
