@@ -75,7 +75,7 @@ def test_many_records_round_trip() -> None:
             prepared_transaction_offset=i * 7,
             flag=i,
             body_crc=mc.body_crc(bytes([i]) * i),
-        )  # fmt: skip
+        )
         for i in range(20)
     ]
     decoded = mc.decode_messages(mc.encode_messages(messages))
@@ -91,7 +91,8 @@ def test_v1_for_ali_ons_even_with_ipv6_hosts() -> None:
     data = mc.encode_message(msg)
     assert data[4:8] == bytes.fromhex("daa320a7")
     (decoded,) = mc.decode_messages(data)
-    assert decoded.sys_flag == 0 and decoded.born_host == ("0.0.0.0", 1)
+    assert decoded.sys_flag == 0
+    assert decoded.born_host == ("0.0.0.0", 1)
 
 
 def test_long_topic_uses_v2_and_decodes() -> None:
@@ -109,7 +110,9 @@ def test_decodes_ipv6_hosts_from_a_java_broker() -> None:
     record = bytearray(fixed + born + store + tail)
     struct.pack_into(">i", record, 0, len(record))
     (msg,) = mc.decode_messages(bytes(record))
-    assert msg.born_host == ("::1", 7) and msg.store_host == ("::", 8) and msg.topic == "T"
+    assert msg.born_host == ("::1", 7)
+    assert msg.store_host == ("::", 8)
+    assert msg.topic == "T"
 
 
 @pytest.mark.parametrize("cut", [1, 4, 20, 60, 88, 90, 93])
