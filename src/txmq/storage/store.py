@@ -107,6 +107,8 @@ class MessageStore:
             raise
         store = cls(config, clock, fs, log, queues, index, report)
         store._dispatcher.run_once(log.write_offset)
+        for queue in queues.queues.values():
+            queue.retire_below(segments.min_offset())  # retention may have run before the restart
         store.checkpoint()
         return store
 
@@ -208,12 +210,13 @@ class MessageStore:
         """Append every request or none (one write), acknowledged together."""
         if not reqs:
             raise InvalidArgument("a batch needs at least one message")
+        batch = [_validate(r) for r in reqs]
         if len(reqs) > limits.batch_count_max:
             raise PayloadTooLarge("batch message count", len(reqs), limits.batch_count_max)
         body_bytes = sum(len(r.body) for r in reqs)
         if body_bytes > limits.batch_bytes_max:
             raise PayloadTooLarge("batch", body_bytes, limits.batch_bytes_max)
-        results = self._log.append([_validate(r) for r in reqs])
+        results = self._log.append(batch)
         last = results[-1]
         await self._durable(last.physical_offset + last.size)
         return results
