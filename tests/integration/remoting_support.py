@@ -78,8 +78,8 @@ def send_header(
     topic: str, properties: dict[str, str], *, queue_id: int = 0, sys_flag: int = 0, group: str = "PG"
 ) -> dict[str, str]:
     return SendMessageRequestHeaderV2(
-        producer_group=group, topic=topic, default_topic="TBW102", default_topic_queue_nums=4, queue_id=queue_id,
-        sys_flag=sys_flag, born_timestamp=int(time.time() * 1000), flag=0,
+        producer_group=group, topic=topic, default_topic="TBW102", default_topic_queue_nums=4,
+        queue_id=queue_id, sys_flag=sys_flag, born_timestamp=int(time.time() * 1000), flag=0,
         properties=props.encode(properties).decode(),
     ).to_ext_fields()  # fmt: skip
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -49,7 +48,8 @@ async def test_send_then_pull_returns_the_records(client: RemotingEndpoint) -> N
     assert reply.code == ResponseCode.SUCCESS
     records = decode_messages(reply.body)
     assert [r.body for r in records] == [b"m0", b"m1", b"m2"]
-    assert records[1].properties["KEYS"] == "k1" and records[0].topic == "RemA"
+    assert records[1].properties["KEYS"] == "k1"
+    assert records[0].topic == "RemA"
     assert reply.ext_fields["nextBeginOffset"] == "3"
     empty = await client.request(RequestCode.PULL_MESSAGE, pull_header("RemA", 3))
     assert empty.code == ResponseCode.PULL_NOT_FOUND
@@ -75,7 +75,8 @@ async def test_offsets_commit_query_and_missing_group(client: RemotingEndpoint) 
     assert missing.code == ResponseCode.QUERY_NOT_FOUND
     await client.request(RequestCode.PULL_MESSAGE, pull_header("RemC", 0, group="GC", commit=1))
     found = await client.request(RequestCode.QUERY_CONSUMER_OFFSET, query)
-    assert found.code == ResponseCode.SUCCESS and found.ext_fields["offset"] == "1"
+    assert found.code == ResponseCode.SUCCESS
+    assert found.ext_fields["offset"] == "1"
     update = await client.request(RequestCode.UPDATE_CONSUMER_OFFSET, {**query, "commitOffset": "0"})
     assert update.code == ResponseCode.SUCCESS
     found = await client.request(RequestCode.QUERY_CONSUMER_OFFSET, query)
@@ -102,7 +103,8 @@ async def test_errors_map_to_response_codes(client: RemotingEndpoint) -> None:
     unknown = await client.request(9999, {})
     assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
     empty = await send(client, "RemE", b"")
-    assert empty.code == ResponseCode.MESSAGE_ILLEGAL and empty.remark
+    assert empty.code == ResponseCode.MESSAGE_ILLEGAL
+    assert empty.remark
     missing_field = await client.request(RequestCode.PULL_MESSAGE, {"topic": "RemE"})
     assert missing_field.code == ResponseCode.MESSAGE_ILLEGAL
 

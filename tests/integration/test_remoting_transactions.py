@@ -58,7 +58,8 @@ async def test_commit_rollback_and_check_back(broker: RunningBroker) -> None:
     checks: asyncio.Queue[RemotingCommand] = asyncio.Queue()
 
     async def on_request(request: RemotingCommand, _: RemotingEndpoint) -> RemotingCommand | None:
-        assert request.code == RequestCode.CHECK_TRANSACTION_STATE and request.is_oneway
+        assert request.code == RequestCode.CHECK_TRANSACTION_STATE
+        assert request.is_oneway
         await checks.put(request)
         return None
 
@@ -89,13 +90,15 @@ async def test_commit_rollback_and_check_back(broker: RunningBroker) -> None:
         check = await asyncio.wait_for(_check_for(checks, "U3"), 20)
         header = CheckTransactionStateRequestHeader.from_command(check)
         record, _ = decode_message(check.body)
-        assert record.properties["PGROUP"] == "PGT" and record.properties["TRAN_MSG"] == "true"
+        assert record.properties["PGROUP"] == "PGT"
+        assert record.properties["TRAN_MSG"] == "true"
         assert record.properties["__transactionId__"] == checked.ext_fields["transactionId"]
-        assert record.sys_flag & TRANSACTION_PREPARED_TYPE and record.body == b"checked"
+        assert record.sys_flag & TRANSACTION_PREPARED_TYPE
+        assert record.body == b"checked"
         answer = EndTransactionRequestHeader(
             producer_group="PGT", tran_state_table_offset=header.tran_state_table_offset,
-            commit_log_offset=header.commit_log_offset, commit_or_rollback=TRANSACTION_COMMIT_TYPE, msg_id="U3",
-            topic="RemTx", from_transaction_check=True, transaction_id=header.transaction_id,
+            commit_log_offset=header.commit_log_offset, commit_or_rollback=TRANSACTION_COMMIT_TYPE,
+            msg_id="U3", topic="RemTx", from_transaction_check=True, transaction_id=header.transaction_id,
         )  # fmt: skip
         producer.oneway(RequestCode.END_TRANSACTION, answer.to_ext_fields())
         for _ in range(100):
