@@ -23,7 +23,11 @@ def _installed() -> Path:
         pytest.skip("node and npm are needed for the ali-ons interop test")
     if not (NODE_DIR / "node_modules" / "ali-ons").is_dir():
         done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund"], cwd=NODE_DIR, capture_output=True, text=True, timeout=300
+            [npm, "install", "--no-audit", "--no-fund"],
+            cwd=NODE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         if done.returncode != 0:
             pytest.skip(f"npm install ali-ons failed: {done.stderr[-500:]}")

@@ -64,7 +64,7 @@ class RemotingEndpoint(asyncio.Protocol):
         self.attachments: dict[str, object] = {}  # per-connection state of the layer above (client ids ...)
 
     # ------------------------------------------------------------------------------ asyncio.Protocol
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]  # a stream transport (uvloop's is not a subclass)
         self.peer = _addr(transport.get_extra_info("peername"))
         self.local = _addr(transport.get_extra_info("sockname"))

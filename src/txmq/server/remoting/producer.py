@@ -30,8 +30,13 @@ from txmq.server.remoting_transport import RemotingEndpoint
 log = logging.getLogger(__name__)
 
 
-def _messages(header: SendMessageRequestHeader, body: bytes) -> list[Message]:
-    if not header.batch:
+def _is_batch(request: RemotingCommand, header: SendMessageRequestHeader) -> bool:
+    """Code 320, or ``batch`` set: "true" from Java, "1" from the C++ client (which batches with code 10)."""
+    return header.batch or request.ext_fields.get("batch") == "1"
+
+
+def _messages(header: SendMessageRequestHeader, body: bytes, batch: bool) -> list[Message]:
+    if not batch:
         properties = props.decode(header.properties.encode("utf-8")) if header.properties else {}
         return [to_message(header.topic, body, properties, header.sys_flag)]
     entries = decode_batch(body)
@@ -43,7 +48,7 @@ def _messages(header: SendMessageRequestHeader, body: bytes) -> list[Message]:
 async def send(ctx: RemotingContext, request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand:
     """Store one message or one atomic batch; answer with the offset message id(s) and queue position."""
     header = parse_send_header(request)
-    messages = _messages(header, request.body)
+    messages = _messages(header, request.body, _is_batch(request, header))
     context = SendContext(
         producer_group=header.producer_group or None,
         born_host=endpoint.peer,

@@ -41,6 +41,7 @@ def code_for(exc: errors.TxmqError) -> ResponseCode:
 def error_response(request: RemotingCommand, exc: Exception) -> RemotingCommand:
     """The answer to ``request`` that failed with ``exc`` (unexpected errors are logged, not shown)."""
     if isinstance(exc, errors.TxmqError):
+        log.debug("remoting request code %d refused: %s", request.code, exc.message)
         return make_response(request, code_for(exc), exc.message)
     log.exception("remoting request code %d failed", request.code, exc_info=exc)
     return make_response(request, ResponseCode.SYSTEM_ERROR, f"internal error: {type(exc).__name__}")
