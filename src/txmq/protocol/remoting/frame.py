@@ -38,6 +38,7 @@ _dumps = json.JSONEncoder(separators=(",", ":")).encode
 _loads = json.JSONDecoder().decode
 _LANG_BY_NAME: Final = {member.name: member for member in LanguageCode}
 _LANG_BY_CODE: Final = {member.value: member for member in LanguageCode}
+_LANG_NAME: Final = {member: member.name for member in LanguageCode}
 _SERIALIZE_TYPES: Final = {member.value: member for member in SerializeType}
 
 
@@ -58,19 +59,18 @@ def encode(cmd: RemotingCommand) -> bytes:
 
 
 def encode_json_header(cmd: RemotingCommand) -> bytes:
-    """The JSON header (fastjson field names; ``remark`` omitted when None, as fastjson does)."""
-    fields: dict[str, Any] = {
-        "code": cmd.code,
-        "language": cmd.language.name,
-        "version": cmd.version,
-        "opaque": cmd.opaque,
-        "flag": cmd.flag,
-        "extFields": cmd.ext_fields,
-        "serializeTypeCurrentRPC": "JSON",
-    }
-    if cmd.remark is not None:
-        fields["remark"] = cmd.remark
-    return _dumps(fields).encode("ascii")
+    """The JSON header (fastjson field names; ``remark`` omitted when None, as fastjson does).
+
+    Built as text around one C-accelerated dump of extFields: about a third cheaper than dumping a
+    dict of the whole header.
+    """
+    remark = "" if cmd.remark is None else ',"remark":' + _dumps(cmd.remark)
+    text = (
+        f'{{"code":{int(cmd.code)},"language":"{_LANG_NAME[cmd.language]}","version":{int(cmd.version)},'
+        f'"opaque":{int(cmd.opaque)},"flag":{int(cmd.flag)}{remark},"extFields":{_dumps(cmd.ext_fields)},'
+        '"serializeTypeCurrentRPC":"JSON"}'
+    )
+    return text.encode("ascii")
 
 
 def encode_binary_header(cmd: RemotingCommand) -> bytes:
