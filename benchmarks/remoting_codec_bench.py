@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 from txmq.protocol.remoting.codes import RequestCode
-from txmq.protocol.remoting.command import make_response
+from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.protocol.remoting.connection import RemotingConnection, Response
 from txmq.protocol.remoting.headers import SendMessageRequestHeaderV2
 
@@ -70,11 +70,11 @@ def main(seconds: float) -> None:
     def round_trip() -> None:
         broker.receive_data(client.send(client.new_request(310, EXT, BODY)))
         request = broker.next_event()
-        assert not isinstance(request, Response)
-        SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)  # type: ignore[union-attr]
-        reply = make_response(request, 0, ext_fields={"msgId": "0A", "queueId": "1", "queueOffset": "5"})  # type: ignore[arg-type]
+        assert isinstance(request, RemotingCommand)
+        SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
+        reply = make_response(request, 0, ext_fields={"msgId": "0A", "queueId": "1", "queueOffset": "5"})
         client.receive_data(broker.send(reply))
-        client.next_event()
+        assert isinstance(client.next_event(), Response)
 
     _rate("round trip", seconds, 1, round_trip)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import pytest
@@ -79,11 +80,8 @@ def test_many_records_round_trip() -> None:
         for i in range(20)
     ]
     decoded = mc.decode_messages(mc.encode_messages(messages))
-    assert [m.__class__(**{**_fields(m), "store_size": 0}) for m in decoded] == messages
-
-
-def _fields(m: mc.WireMessage) -> dict[str, object]:
-    return {name: getattr(m, name) for name in m.__slots__}
+    assert [dataclasses.replace(m, store_size=0) for m in decoded] == messages
+    assert [m.store_size for m in decoded] == [len(mc.encode_message(m)) for m in messages]
 
 
 def test_v1_for_ali_ons_even_with_ipv6_hosts() -> None:
