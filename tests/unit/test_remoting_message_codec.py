@@ -143,3 +143,11 @@ def test_properties_limits_apply_on_encode() -> None:
         mc.encode_message(mc.WireMessage(topic="T", body=b"", properties={"a\x01": "v"}))
     with pytest.raises(errors.PropertiesTooLarge):
         mc.encode_batch([mc.BatchMessage(b"", {"K": "v" * 40_000})])
+
+
+def test_raw_properties_are_written_verbatim() -> None:
+    raw = b"TAGS\x01a\x02KEYS\x01k\x02"
+    via_raw = mc.WireMessage(topic="T", body=b"b", properties_raw=raw)
+    via_dict = mc.WireMessage(topic="T", body=b"b", properties={"TAGS": "a", "KEYS": "k"})
+    assert mc.encode_message(via_raw) == mc.encode_message(via_dict)
+    assert mc.decode_messages(mc.encode_message(via_raw))[0].properties == {"TAGS": "a", "KEYS": "k"}

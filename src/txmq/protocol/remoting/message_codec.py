@@ -64,7 +64,11 @@ Host = tuple[str, int]
 
 @dataclass(frozen=True, slots=True)
 class WireMessage:
-    """One stored message as the remoting protocol carries it (transport-neutral, no broker logic)."""
+    """One stored message as the remoting protocol carries it (transport-neutral, no broker logic).
+
+    ``properties_raw`` lets the broker pass the ``k\x01v\x02`` bytes its store already holds, which
+    saves re-encoding every property on the pull path; the decoder fills ``properties`` only.
+    """
 
     topic: str
     body: bytes
@@ -82,6 +86,7 @@ class WireMessage:
     flag: int = 0
     body_crc: int = 0
     store_size: int = 0  # TOTALSIZE as decoded; ignored when encoding
+    properties_raw: bytes | None = None  # when set, written verbatim instead of encoding ``properties``
 
     @property
     def offset_msg_id(self) -> str:
@@ -117,7 +122,7 @@ def _ipv4(host: str) -> bytes:
 def encode_message(msg: WireMessage) -> bytes:
     """One V1 record (V2 only when the topic needs a 2-byte length)."""
     topic = msg.topic.encode("utf-8")
-    properties = props.encode(msg.properties)
+    properties = props.encode(msg.properties) if msg.properties_raw is None else msg.properties_raw
     if len(properties) > _PROPERTIES_MAX:
         raise errors.PropertiesTooLarge("properties", len(properties), _PROPERTIES_MAX)
     if len(topic) <= _TOPIC_V1_MAX:
