@@ -151,3 +151,10 @@ def test_raw_properties_are_written_verbatim() -> None:
     via_dict = mc.WireMessage(topic="T", body=b"b", properties={"TAGS": "a", "KEYS": "k"})
     assert mc.encode_message(via_raw) == mc.encode_message(via_dict)
     assert mc.decode_messages(mc.encode_message(via_raw))[0].properties == {"TAGS": "a", "KEYS": "k"}
+
+
+def test_record_ending_right_after_the_body_is_rejected() -> None:
+    cut = bytearray(GOLDEN_RECORD[:90])  # fields 1-15 only: no topic length byte
+    struct.pack_into(">i", cut, 0, 90)
+    with pytest.raises(InvalidBody):
+        mc.decode_messages(bytes(cut))
