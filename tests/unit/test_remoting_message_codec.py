@@ -91,6 +91,8 @@ def test_v1_for_ali_ons_even_with_ipv6_hosts() -> None:
     (decoded,) = mc.decode_messages(data)
     assert decoded.sys_flag == 0
     assert decoded.born_host == ("0.0.0.0", 1)
+    mapped = mc.WireMessage(topic="T", body=b"", born_host=("::ffff:10.1.2.3", 2))
+    assert mc.decode_messages(mc.encode_message(mapped))[0].born_host == ("10.1.2.3", 2)
 
 
 def test_long_topic_uses_v2_and_decodes() -> None:

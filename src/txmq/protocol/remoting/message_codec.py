@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-import socket
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -112,15 +111,18 @@ def body_crc(body: bytes) -> int:
 
 @functools.lru_cache(maxsize=256)
 def _ntoa(raw: bytes) -> str:
-    return socket.inet_ntoa(raw)
+    return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}"
 
 
 @functools.lru_cache(maxsize=256)
 def _ipv4(host: str) -> bytes:
+    """Four address bytes (cached: a broker sees few hosts); not IPv4 -> 0.0.0.0, as ali-ons reads 4 bytes."""
+    if host.startswith("::ffff:"):  # IPv4-mapped, as dual-stack sockets report peers
+        host = host[7:]
     try:
-        return socket.inet_aton(host)
-    except OSError:
-        return b"\x00\x00\x00\x00"  # not IPv4: ali-ons can only read 4 bytes
+        return ipaddress.IPv4Address(host).packed
+    except ValueError:
+        return b"\x00\x00\x00\x00"
 
 
 # ---------------------------------------------------------------------------------------------- records
@@ -225,7 +227,7 @@ def _host(data: bytes, pos: int, v6: int) -> tuple[Host, int]:
         raw, port = _HOST6.unpack_from(data, pos)
         return (str(ipaddress.IPv6Address(raw)), port), pos + _HOST6.size
     raw, port = _HOST4.unpack_from(data, pos)
-    return (socket.inet_ntoa(raw), port), pos + _HOST4.size
+    return (_ntoa(raw), port), pos + _HOST4.size
 
 
 # ---------------------------------------------------------------------------------------------- batches
