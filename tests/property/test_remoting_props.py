@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
+from random import Random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,8 +18,14 @@ from hypothesis import strategies as st
 from txmq.protocol.remoting import frame
 from txmq.protocol.remoting import message_codec as mc
 from txmq.protocol.remoting.codes import LanguageCode, SerializeType
-from txmq.protocol.remoting.command import RemotingCommand
-from txmq.protocol.remoting.connection import ConnectionClosed, NeedData, RemotingConnection
+from txmq.protocol.remoting.command import RemotingCommand, make_response
+from txmq.protocol.remoting.connection import (
+    ConnectionClosed,
+    ConnectionState,
+    NeedData,
+    RemotingConnection,
+    Response,
+)
 from txmq.protocol.remoting.errors import InvalidBody, RemoteProtocolError
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
@@ -80,7 +87,7 @@ def _feed_all(chunks: list[bytes]) -> None:
         conn.receive_data(b"")
         _events(conn)
     except RemoteProtocolError:
-        pass
+        assert conn.state is ConnectionState.ERROR
 
 
 @given(st.binary(max_size=400))
@@ -173,3 +180,23 @@ def test_random_message_bodies_decode_or_raise_invalid_body(data: bytes) -> None
             decode(data)
         except InvalidBody:
             pass
+
+
+@given(st.lists(st.tuples(st.integers(0, 400), st.booleans()), max_size=12), st.randoms())
+def test_pair_matches_responses_in_any_order(requests: list[tuple[int, bool]], rng: Random) -> None:
+    """Requests (some oneway) from the client, answers from the broker in a random order."""
+    client, broker = RemotingConnection(), RemotingConnection()
+    for code, oneway in requests:
+        broker.receive_data(client.send(client.new_request(code, oneway=oneway)))
+    received = [c for c in _events(broker) if isinstance(c, RemotingCommand)]
+    assert [(c.code, c.is_oneway) for c in received] == requests
+    two_way = [c for c in received if not c.is_oneway]
+    rng.shuffle(two_way)
+    for request in two_way:
+        client.receive_data(broker.send(make_response(request, 0)))
+    answers = _events(client)
+    assert [(a.command.opaque, a.request_code) for a in answers if isinstance(a, Response)] == [
+        (r.opaque, r.code) for r in two_way
+    ]
+    assert len(answers) == len(two_way)
+    assert client.pending == {}
