@@ -19,7 +19,7 @@ from txmq.common.errors import (
     PayloadTooLarge,
     PropertiesTooLarge,
 )
-from txmq.storage.api import FlushMode, PutRequest, ReadStatus, StoreConfig
+from txmq.storage.api import PutRequest, ReadStatus, StoreConfig
 from txmq.storage.fs import FaultyFileSystem
 from txmq.storage.store import MessageStore
 
@@ -146,17 +146,11 @@ def test_batches_are_atomic_and_never_span_segments() -> None:
     store = _open(fs, segment_bytes=4096)
     store.put_nowait(PutRequest("T", 0, b"a" * 3000))
     batch = [PutRequest("T", i % 2, b"b" * 500) for i in range(4)]
-    results = [r for r in store._log.append([(r.topic, _fields(r)) for r in batch])]
+    results, _ = store.put_batch_nowait(batch)
     assert {r.physical_offset // 4096 for r in results} == {1}, "the whole batch went to the next segment"
     assert [r.queue_offset for r in results] == [1, 0, 2, 1]
     store.flush()
     assert store.read(results[-1].physical_offset).body == b"b" * 500
-
-
-def _fields(req: PutRequest):  # type: ignore[no-untyped-def]
-    from txmq.storage.store import _validate
-
-    return _validate(req)[1]
 
 
 def test_retention_deletes_old_segments_but_never_the_active_one() -> None:

@@ -39,7 +39,7 @@ from txmq.storage.api import (
     StoreConfig,
     StoredRecord,
 )
-from txmq.storage.checkpoint import Checkpoint, save_checkpoint
+from txmq.storage.checkpoint import Checkpoint, pin_layout, save_checkpoint
 from txmq.storage.commitlog import CommitLog
 from txmq.storage.consume_queue import ConsumeQueueSet
 from txmq.storage.dispatch import Dispatcher
@@ -92,6 +92,7 @@ class MessageStore:
         fs = fs if fs is not None else OsFileSystem()
         clock = clock if clock is not None else SystemClock()
         fs.makedirs(config.data_dir)
+        pin_layout(fs, config.data_dir, config.segment_bytes)
         segments = SegmentList(fs, posixpath.join(config.data_dir, "commitlog"), config.segment_bytes)
         log = CommitLog(segments, clock, config.store_host.encode())
         queues = ConsumeQueueSet(
@@ -208,6 +209,13 @@ class MessageStore:
 
     async def put_batch(self, reqs: Sequence[PutRequest]) -> list[AppendResult]:
         """Append every request or none (one write), acknowledged together."""
+        results, durable = self.put_batch_nowait(reqs)
+        await durable
+        return results
+
+    def put_batch_nowait(self, reqs: Sequence[PutRequest]) -> tuple[list[AppendResult], Awaitable[None]]:
+        """Validate all, then append all in one write (into one segment); the awaitable completes
+        when the whole batch is durable per the flush mode."""
         if not reqs:
             raise InvalidArgument("a batch needs at least one message")
         batch = [_validate(r) for r in reqs]
@@ -218,8 +226,7 @@ class MessageStore:
             raise PayloadTooLarge("batch", body_bytes, limits.batch_bytes_max)
         results = self._log.append(batch)
         last = results[-1]
-        await self._durable(last.physical_offset + last.size)
-        return results
+        return results, self._durable(last.physical_offset + last.size)
 
     def _durable(self, end_offset: int) -> Awaitable[None]:
         if not self._sync:
