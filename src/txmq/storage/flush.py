@@ -36,6 +36,7 @@ class GroupCommit:
     def __init__(self, log: CommitLog, flushed_offset: int) -> None:
         self.log = log
         self.flushed_offset = flushed_offset
+        self.flush_count = 0  # group commits completed (for benchmarks and metrics)
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
         self.wake = asyncio.Event()
 
@@ -61,6 +62,7 @@ class GroupCommit:
     def complete(self, target: int) -> None:
         invariant(target >= self.flushed_offset, "the flushed offset never goes back")
         self.flushed_offset = target
+        self.flush_count += 1
         waiters = self._waiters
         while waiters and waiters[0][0] <= target:
             _, future = waiters.popleft()

@@ -199,7 +199,8 @@ class MessageStore:
     # ----------------------------------------------------------------------------------- writing
     def put_nowait(self, req: PutRequest) -> tuple[AppendResult, Awaitable[None]]:
         """Append now; the awaitable completes when the record is durable per the flush mode."""
-        (result,) = self._log.append([_validate(req)])
+        topic, fields = _validate(req)
+        result = self._log.append_one(topic, fields)
         return result, self._durable(result.physical_offset + result.size)
 
     async def put(self, req: PutRequest) -> AppendResult:
@@ -353,6 +354,11 @@ class MessageStore:
         return self._log.segments.min_offset()
 
     @property
+    def flush_count(self) -> int:
+        """Group commits (fsync rounds) completed since open."""
+        return self._commit.flush_count
+
+    @property
     def fenced(self) -> bool:
         return self._log.fence_reason is not None
 
@@ -370,9 +376,16 @@ def _validate_config(config: StoreConfig) -> None:
         raise InvalidArgument("store_host is longer than 255 bytes")
 
 
+_VALID_TOPICS: set[str] = set()
+_VALID_TOPICS_MAX = 100_000
+
+
 def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:
     """Reject bad input with a specific error before anything is written."""
-    names.validate_topic(req.topic, allow_system=True)
+    if req.topic not in _VALID_TOPICS:
+        names.validate_topic(req.topic, allow_system=True)
+        if len(_VALID_TOPICS) < _VALID_TOPICS_MAX:
+            _VALID_TOPICS.add(req.topic)
     if not 0 <= req.queue_id < limits.queues_per_topic_max:
         raise InvalidArgument(f"queue id {req.queue_id} is outside [0, {limits.queues_per_topic_max})")
     if len(req.body) > limits.body_bytes_max:
@@ -386,17 +399,15 @@ def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:
     born_host = req.born_host.encode()
     if len(born_host) > 255:
         raise InvalidArgument(f"born_host is {len(born_host)} bytes, over 255")
-    checks = (
-        ("flag", req.flag, _I32),
-        ("sys_flag", req.sys_flag, _I32),
-        ("reconsume_times", req.reconsume_times, _I32),
-        ("tags_code", req.tags_code, _I64),
-        ("born_timestamp_ms", req.born_timestamp_ms, _I64),
-        ("prepared_transaction_offset", req.prepared_transaction_offset, _I64),
-    )
-    for name, value, bound in checks:
-        if not -bound <= value < bound:
-            raise InvalidArgument(f"{name} {value} does not fit its field")
+    if not (
+        -_I32 <= req.flag < _I32
+        and -_I32 <= req.sys_flag < _I32
+        and -_I32 <= req.reconsume_times < _I32
+        and -_I64 <= req.tags_code < _I64
+        and -_I64 <= req.born_timestamp_ms < _I64
+        and -_I64 <= req.prepared_transaction_offset < _I64
+    ):
+        raise InvalidArgument(f"an integer field of the request does not fit its on-disk width: {req!r:.300}")
     fields = codec.RecordFields(
         req.topic.encode(), req.queue_id, req.body, req.properties, req.tags_code, req.flag, req.sys_flag,
         req.born_timestamp_ms, born_host, req.reconsume_times, req.prepared_transaction_offset,
