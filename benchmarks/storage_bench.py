@@ -17,15 +17,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from txmq.storage.api import FlushMode, PutRequest, StoreConfig  # noqa: E402
-from txmq.storage.store import MessageStore  # noqa: E402
+from txmq.storage.api import FlushMode, PutRequest, StoreConfig
+from txmq.storage.store import MessageStore
 
 RECORD_BYTES = 1024
 
 
 async def _store_run(directory: str, mode: FlushMode, seconds: float, appenders: int) -> tuple[float, float]:
     """Returns (messages per second, messages per fsync)."""
-    store = MessageStore.open(StoreConfig(data_dir=directory, flush_mode=mode, segment_bytes=256 * 1024 * 1024))
+    store = MessageStore.open(
+        StoreConfig(data_dir=directory, flush_mode=mode, segment_bytes=256 * 1024 * 1024)
+    )
     await store.start()
     body = b"x" * (RECORD_BYTES - 120)  # ~1 KB on disk with header, topic and hosts
     count = 0
@@ -73,14 +75,20 @@ def _raw_run(directory: str, seconds: float, batch: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=5.0, help="duration of each measurement")
     parser.add_argument("--appenders", type=int, default=256, help="concurrent appending coroutines")
     parser.add_argument("--dir", default=None, help="directory on the disk to test (default: a temp dir)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as root:
-        sync_rate, batch = asyncio.run(_store_run(f"{root}/sync", FlushMode.SYNC, args.seconds, args.appenders))
-        async_rate, _ = asyncio.run(_store_run(f"{root}/async", FlushMode.ASYNC, args.seconds, args.appenders))
+        sync_rate, batch = asyncio.run(
+            _store_run(f"{root}/sync", FlushMode.SYNC, args.seconds, args.appenders)
+        )
+        async_rate, _ = asyncio.run(
+            _store_run(f"{root}/async", FlushMode.ASYNC, args.seconds, args.appenders)
+        )
         raw_rate = _raw_run(root, args.seconds, max(1, round(batch)))
     print(f"record size        : {RECORD_BYTES} B, appenders: {args.appenders}, {args.seconds:g} s each")
     print(f"sync  (group commit): {sync_rate:12,.0f} msg/s  (avg {batch:.1f} msgs per fdatasync)")

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import subprocess_env
 
+from conftest import subprocess_env
 from txmq.common.errors import CorruptRecord
 from txmq.storage.api import PutRequest, StoreConfig
 from txmq.storage.store import MessageStore

@@ -23,6 +23,7 @@ from txmq.common.errors import (
     MessageTooLarge,
     PayloadTooLarge,
     PropertiesTooLarge,
+    StorageError,
     StoreFenced,
 )
 from txmq.storage import codec
@@ -154,7 +155,9 @@ class MessageStore:
             try:
                 await self._commit.flush_async()
                 self.run_once()
-            except StoreFenced:
+            except StorageError as exc:
+                self._log.fence(f"background flush or dispatch failed: {exc.message}")
+                self._commit.fail_all_if_fenced()
                 await asyncio.Event().wait()  # fenced: nothing more to flush until restart
 
     async def _dispatch_loop(self) -> None:
