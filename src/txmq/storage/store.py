@@ -4,6 +4,19 @@ checkpoint.
 
 Background work runs in tasks started by :meth:`MessageStore.start`; tests may instead step the
 store with :meth:`flush`, :meth:`run_once` and :meth:`checkpoint` (no sleeps, no tasks).
+
+Failure semantics:
+
+* A failed ``write`` (other than ENOSPC) or ``fsync`` fences the store: that append and every later
+  one raise StoreFenced, pending SYNC waiters fail, fsync is never retried; restart to recover.
+* ENOSPC fails only that append with DiskFull: the partial write is truncated back and no queue
+  offset is consumed, so nothing half-written remains and the store keeps serving (appends succeed
+  again once space is freed). If the truncate itself fails, the store is fenced.
+* A batch is written with one write into one segment: a write failure leaves none of it. After a
+  crash, a torn batch may keep a prefix of its records; none of them was acknowledged.
+* In SYNC mode an append is acknowledged, and dispatched to ConsumeQueues (so visible to readers),
+  only after an fsync covered it. In ASYNC mode it is acknowledged after the write and a power cut
+  may lose the last ``flush_interval_ms``, never leaving a gap.
 """
 
 from __future__ import annotations
