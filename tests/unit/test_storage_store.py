@@ -18,6 +18,7 @@ from txmq.common.errors import (
     MessageTooLarge,
     PayloadTooLarge,
     PropertiesTooLarge,
+    StorageError,
 )
 from txmq.storage.api import PutRequest, ReadStatus, StoreConfig
 from txmq.storage.fs import FaultyFileSystem
@@ -196,3 +197,27 @@ def test_real_files_round_trip(tmp_path: Path) -> None:
     assert [r.body for r in reopened.read_queue("T", 0, 0, 50).records] == [
         b"%d" % i * 100 for i in range(20)
     ]
+
+
+def test_a_failing_arrival_listener_does_not_stop_dispatch() -> None:
+    store = _open(FaultyFileSystem())
+    seen: list[int] = []
+
+    def broken(topic: str, queue_id: int, next_offset: int) -> None:
+        raise RuntimeError("listener bug")
+
+    store.add_arrival_listener(broken)
+    store.add_arrival_listener(lambda topic, queue_id, next_offset: seen.append(next_offset))
+    store.put_nowait(PutRequest("T", 0, b"a"))
+    store.flush()
+    store.put_nowait(PutRequest("T", 0, b"b"))
+    store.flush()
+    assert seen == [1, 2]
+    assert store.max_offset("T", 0) == 2
+
+
+async def test_closed_store_refuses_appends() -> None:
+    store = _open(FaultyFileSystem())
+    await store.close()
+    with pytest.raises(StorageError, match="closed"):
+        store.put_nowait(PutRequest("T", 0, b"a"))

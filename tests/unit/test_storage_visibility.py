@@ -35,7 +35,11 @@ async def test_sync_mode_hides_records_until_their_fsync_returns() -> None:
     arrivals: list[int] = []
     store.add_arrival_listener(lambda topic, queue_id, next_offset: arrivals.append(next_offset))
     await store.start()
-    await store.put(PutRequest("T", 0, b"m0"))  # creates the segment (a directory fsync) before gating
+    await store.put(PutRequest("T", 0, b"m0"))  # creates the segment and the ConsumeQueue file
+    for _ in range(100):  # (each a directory fsync) before the gate closes
+        if store.max_offset("T", 0) == 1:
+            break
+        await asyncio.sleep(0)
     fs.gate.clear()
     puts = [asyncio.ensure_future(store.put(PutRequest("T", 0, b"m%d" % i))) for i in range(1, 51)]
     await asyncio.get_running_loop().run_in_executor(None, fs.waiting.wait, 30)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import posixpath
 from collections.abc import Awaitable, Generator, Sequence
 from typing import Any
@@ -63,6 +64,7 @@ from txmq.storage.index import KeyIndex, no_keys
 from txmq.storage.recovery import recover
 from txmq.storage.segment import SegmentList, scan_segment
 
+_LOG = logging.getLogger(__name__)
 _I32 = 1 << 31
 _I64 = 1 << 63
 
@@ -96,6 +98,7 @@ class MessageStore:
         self._tasks: list[asyncio.Task[None]] = []
         self._dispatch_wake = asyncio.Event()
         self._closed = False
+        self._inflight: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------------------------------ lifecycle
     @classmethod
@@ -136,6 +139,16 @@ class MessageStore:
         self._tasks.append(loop.create_task(self._checkpoint_loop(), name="txmq-store-checkpoint"))
         if not self._sync:
             self._tasks.append(loop.create_task(self._dispatch_loop(), name="txmq-store-dispatch"))
+        for task in self._tasks:
+            task.add_done_callback(self._on_task_done)
+
+    def _on_task_done(self, task: asyncio.Task[None]) -> None:
+        """A background task that dies of a bug must not leave appenders waiting forever."""
+        if task.cancelled() or task.exception() is None:
+            return
+        _LOG.error("store task %s failed", task.get_name(), exc_info=task.exception())
+        self._log.fence(f"internal error in {task.get_name()}: {task.exception()!r}")
+        self._commit.fail_all_if_fenced()
 
     async def close(self) -> None:
         """Stop the tasks, flush, checkpoint and close every file."""
@@ -148,6 +161,9 @@ class MessageStore:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        if self._inflight is not None:
+            with contextlib.suppress(StorageError):
+                await self._inflight  # never close files under an fsync still running in a thread
         if self._log.fence_reason is None:
             self.flush()
             self.checkpoint()
@@ -166,7 +182,8 @@ class MessageStore:
             else:
                 await asyncio.sleep(interval_s)
             try:
-                await self._commit.flush_async()
+                self._inflight = asyncio.ensure_future(self._commit.flush_async())
+                await asyncio.shield(self._inflight)
                 self.run_once()
             except StorageError as exc:
                 self._log.fence(f"background flush or dispatch failed: {exc.message}")
@@ -216,6 +233,8 @@ class MessageStore:
     def put_nowait(self, req: PutRequest) -> tuple[AppendResult, Awaitable[None]]:
         """Append now; the awaitable completes when the record is durable per the flush mode."""
         topic, fields = _validate(req)
+        if self._closed:
+            raise StorageError("the store is closed")
         result = self._log.append_one(topic, fields)
         return result, self._durable(result.physical_offset + result.size)
 
@@ -241,6 +260,8 @@ class MessageStore:
         body_bytes = sum(len(r.body) for r in reqs)
         if body_bytes > limits.batch_bytes_max:
             raise PayloadTooLarge("batch", body_bytes, limits.batch_bytes_max)
+        if self._closed:
+            raise StorageError("the store is closed")
         results = self._log.append(batch)
         last = results[-1]
         return results, self._durable(last.physical_offset + last.size)
