@@ -54,7 +54,7 @@ class StoreModel(RuleBasedStateMachine):
     @rule(keys=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 300)), min_size=1, max_size=5))
     def append_batch(self, keys: list[tuple[int, int]]) -> None:
         batch = [self._request(k, size) for k, size in keys]
-        results = self.store._log.append([(r.topic, _fields(r)) for _, r in batch])
+        results, _ = self.store.put_batch_nowait([r for _, r in batch])
         assert len({r.physical_offset // CONFIG.segment_bytes for r in results}) == 1
         self.pending.extend((key, req.body) for key, req in batch)
 
@@ -105,7 +105,9 @@ class StoreModel(RuleBasedStateMachine):
         expected: dict[Key, list[bytes]] = {key: list(self.acked[key]) for key in KEYS}
         for key, body in self.pending[:extra_count]:
             expected[key].append(body)
-        assert survived == expected, "survivors beyond the acknowledged records must be a prefix of the writes"
+        assert survived == expected, (
+            "survivors beyond the acknowledged records must be a prefix of the writes"
+        )
         self.acked = survived
         self.pending.clear()
 
@@ -121,12 +123,6 @@ class StoreModel(RuleBasedStateMachine):
         for key in KEYS:
             assert self.store.max_offset(*key) == len(self.acked[key]), "nothing unflushed is visible"
         assert self.store.dispatched_offset <= self.store.flushed_offset
-
-
-def _fields(req: PutRequest):  # type: ignore[no-untyped-def]
-    from txmq.storage.store import _validate
-
-    return _validate(req)[1]
 
 
 StoreModel.TestCase.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
