@@ -6,14 +6,14 @@ import json
 import struct
 
 import pytest
-from remoting_helpers import (
+
+from tests.unit.remoting_helpers import (
     FRAMES,
     GOLDEN_BINARY_COMMAND,
     GOLDEN_BINARY_FRAME,
     GOLDEN_JSON_COMMAND,
     GOLDEN_JSON_FRAME,
 )
-
 from txmq.common import limits
 from txmq.protocol.remoting import frame
 from txmq.protocol.remoting.codes import LanguageCode, SerializeType
