@@ -204,17 +204,24 @@ class RemotingEndpoint(asyncio.Protocol):
         self, code: int, ext_fields: dict[str, str] | None = None, body: bytes = b"", *, timeout: float = 5.0
     ) -> RemotingCommand:
         """Send a request and wait for its response; ``RequestTimeout`` after ``timeout`` seconds."""
-        future = self.request_nowait(code, ext_fields, body)
+        command = self._conn.new_request(code, ext_fields, body)
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        if not self.write(command):
+            raise errors.ConnectionError_(f"connection to {self.peer} is closed")
+        self._waiting[command.opaque] = future
+        # a timer handle, not asyncio.wait_for: no extra task per request on the hot path
+        timer = self._loop.call_later(timeout, self._expire, command.opaque, future)
         try:
-            return await asyncio.wait_for(future, timeout)
-        except TimeoutError:
-            for opaque, waiting in list(self._waiting.items()):
-                if waiting is future:
-                    del self._waiting[opaque]
-                    self._conn.forget(opaque)
-            raise errors.RequestTimeout(
-                f"no response to code {code} from {self.peer} in {timeout} s"
-            ) from None
+            return await future
+        finally:
+            timer.cancel()
+
+    def _expire(self, opaque: int, future: asyncio.Future[RemotingCommand]) -> None:
+        if self._waiting.get(opaque) is future:
+            del self._waiting[opaque]
+            self._conn.forget(opaque)
+        if not future.done():
+            future.set_exception(errors.RequestTimeout(f"no response to request {opaque} from {self.peer}"))
 
     def oneway(self, code: int, ext_fields: dict[str, str] | None = None, body: bytes = b"") -> bool:
         """Send a oneway request; True if it was handed to an open connection."""
