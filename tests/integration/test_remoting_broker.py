@@ -8,7 +8,17 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from tests.integration.remoting_support import RunningBroker, broker_process, send, send_header
-from txmq.protocol.remoting.bodies import TopicRouteData
+from txmq.protocol.remoting.bodies import (
+    ConsumerData,
+    ConsumerListBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueueData,
+    SubscriptionData,
+    TopicConfigWrapper,
+    TopicRouteData,
+)
 from txmq.protocol.remoting.codes import PULL_COMMIT_OFFSET, PULL_SUSPEND, RequestCode, ResponseCode
 from txmq.protocol.remoting.headers import PullMessageRequestHeader
 from txmq.protocol.remoting.message_codec import BatchMessage, decode_messages, encode_batch
@@ -131,3 +141,75 @@ async def test_a_malformed_frame_closes_only_that_connection(
     writer.close()
     reply = await send(client, "RemF", b"still fine")
     assert reply.code == ResponseCode.SUCCESS
+
+
+async def test_heartbeat_consumer_list_locks_and_unregister(client: RemotingEndpoint) -> None:
+    consumer = ConsumerData("GL", subscriptions=[SubscriptionData("RemL", "a || b")])
+    beat = await client.request(RequestCode.HEART_BEAT, body=HeartbeatData("cid-1", [], [consumer]).to_json())
+    assert beat.code == ResponseCode.SUCCESS
+    listed = await client.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "GL"})
+    assert ConsumerListBody.from_json(listed.body).consumer_id_list == ["cid-1"]
+    queues = [MessageQueueData("RemL", "broker-a", 0), MessageQueueData("RemL", "broker-a", 1)]
+    mine = await client.request(
+        RequestCode.LOCK_BATCH_MQ, body=LockBatchRequestBody("GL", "cid-1", queues).to_json()
+    )
+    assert len(LockBatchResponseBody.from_json(mine.body).lock_ok_mq_set) == 2
+    theirs = await client.request(
+        RequestCode.LOCK_BATCH_MQ, body=LockBatchRequestBody("GL", "cid-2", queues).to_json()
+    )
+    assert LockBatchResponseBody.from_json(theirs.body).lock_ok_mq_set == []
+    await client.request(
+        RequestCode.UNLOCK_BATCH_MQ, body=LockBatchRequestBody("GL", "cid-1", queues[:1]).to_json()
+    )
+    theirs = await client.request(
+        RequestCode.LOCK_BATCH_MQ, body=LockBatchRequestBody("GL", "cid-2", queues).to_json()
+    )
+    assert [mq.queue_id for mq in LockBatchResponseBody.from_json(theirs.body).lock_ok_mq_set] == [0]
+    # the subscription from the heartbeat filters pulls that do not carry one
+    for tag in ("a", "c", "b"):
+        await send(client, "RemL", tag.encode(), {"TAGS": tag}, queue_id=0)
+    pulled = await client.request(RequestCode.PULL_MESSAGE, pull_header("RemL", 0, group="GL"))
+    assert [m.body for m in decode_messages(pulled.body)] == [b"a", b"b"]
+    await client.request(RequestCode.UNREGISTER_CLIENT, {"clientID": "cid-1", "consumerGroup": "GL"})
+    listed = await client.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "GL"})
+    assert ConsumerListBody.from_json(listed.body).consumer_id_list == []
+
+
+async def test_admin_topic_query_by_key_and_view_by_id(client: RemotingEndpoint) -> None:
+    create = {
+        "topic": "RemAdmin", "defaultTopic": "TBW102", "readQueueNums": "2", "writeQueueNums": "2",
+        "perm": "6",
+    }  # fmt: skip
+    assert (await client.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create)).code == ResponseCode.SUCCESS
+    table = TopicConfigWrapper.from_json((await client.request(RequestCode.GET_ALL_TOPIC_CONFIG)).body)
+    assert table.topic_config_table["RemAdmin"].write_queue_nums == 2
+    sent = await send(client, "RemAdmin", b"findme", {"KEYS": "order-42"}, queue_id=1)
+    query = {
+        "topic": "RemAdmin",
+        "key": "order-42",
+        "maxNum": "8",
+        "beginTimestamp": "0",
+        "endTimestamp": "0",
+    }
+    found = await client.request(RequestCode.QUERY_MESSAGE, query)
+    assert [m.body for m in decode_messages(found.body)] == [b"findme"]
+    offset = int(sent.ext_fields["msgId"][16:], 16)
+    viewed = await client.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(offset)})
+    assert decode_messages(viewed.body)[0].body == b"findme"
+    missing = await client.request(RequestCode.QUERY_MESSAGE, {**query, "key": "nope"})
+    assert missing.code == ResponseCode.QUERY_NOT_FOUND
+
+
+async def test_send_back_over_remoting_goes_to_the_retry_topic(client: RemotingEndpoint) -> None:
+    sent = await send(client, "RemR", b"fail-me", queue_id=0)
+    offset = int(sent.ext_fields["msgId"][16:], 16)
+    back = {
+        "offset": str(offset),
+        "group": "GR",
+        "delayLevel": "0",
+        "originTopic": "RemR",
+        "maxReconsumeTimes": "0",
+    }
+    assert (await client.request(RequestCode.CONSUMER_SEND_MSG_BACK, back)).code == ResponseCode.SUCCESS
+    dlq = await client.request(RequestCode.PULL_MESSAGE, pull_header("%DLQ%GR", 0, group="GR"))
+    assert [m.body for m in decode_messages(dlq.body)] == [b"fail-me"]  # maxReconsumeTimes 0: straight to DLQ
