@@ -33,9 +33,7 @@ async def visible(broker: Broker, topic: str = "pay") -> list[bytes]:
 
 
 async def end(broker: Broker, mid: str, txid: str, commit: bool | None, *, from_check: bool = False) -> None:
-    await broker.end_transaction(
-        topic="pay", message_id=mid, transaction_id=txid, commit=commit, from_check=from_check
-    )
+    await broker.end_transaction(topic="pay", message_id=mid, transaction_id=txid, commit=commit, from_check=from_check)
 
 
 async def test_half_invisible_until_commit(broker: Broker) -> None:
@@ -101,9 +99,7 @@ async def test_immunity_time_delays_first_check(broker: Broker, clock: FakeClock
     assert len(channel.checks) == 1
 
 
-async def test_unknown_until_max_then_discard_then_resume_then_late_commit(
-    broker: Broker, clock: FakeClock
-) -> None:
+async def test_unknown_until_max_then_discard_then_resume_then_late_commit(broker: Broker, clock: FakeClock) -> None:
     channel = attach_producer(broker, "p1", "pg")
     mid, txid = await half(broker, b"stuck")
     clock.advance(6_000)
