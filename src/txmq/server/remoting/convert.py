@@ -8,6 +8,7 @@ as the same properties, so a record reads the same through either front door.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 
 from txmq.broker.records import split_host
@@ -51,6 +52,12 @@ def to_message(topic: str, body: bytes, properties: Mapping[str, str], sys_flag:
     )
 
 
+@functools.lru_cache(maxsize=1024)
+def _host(host_port: str) -> tuple[str, int]:
+    """``"ip:port"`` -> ``(ip, port)``; cached: a broker has one store host and few born hosts."""
+    return split_host(host_port or "127.0.0.1:0")
+
+
 def to_wire(view: MessageView, *, topic: str | None = None, sys_flag: int = 0) -> WireMessage:
     """The message record a 4.x consumer decodes (V1, IPv4 hosts)."""
     return WireMessage(
@@ -62,9 +69,9 @@ def to_wire(view: MessageView, *, topic: str | None = None, sys_flag: int = 0) -
         commit_log_offset=view.commit_log_offset,
         sys_flag=sys_flag,
         born_timestamp=view.born_timestamp_ms,
-        born_host=split_host(view.born_host or "127.0.0.1:0"),
+        born_host=_host(view.born_host),
         store_timestamp=view.store_timestamp_ms,
-        store_host=split_host(view.store_host or "127.0.0.1:0"),
+        store_host=_host(view.store_host),
         reconsume_times=view.reconsume_times,
         body_crc=body_crc(view.body),
     )
