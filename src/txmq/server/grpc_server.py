@@ -16,6 +16,7 @@ import grpc
 
 from txmq.broker.broker import Broker, OffsetPolicy
 from txmq.broker.send import SendContext
+from txmq.broker.topics import TopicConfig
 from txmq.common import errors, limits
 from txmq.common.message import Message, SendResult
 from txmq.protocol.grpc import convert, pb, routes
@@ -87,6 +88,12 @@ def _expression(filter_expression: Any) -> str:
     return str(filter_expression.expression or "*")
 
 
+def _topic_route(config: TopicConfig) -> routes.TopicRoute:
+    return routes.TopicRoute(
+        config.name, config.queues, config.message_type.accepted(), config.readable, config.writable
+    )
+
+
 def _send_entry(result: SendResult) -> Any:
     return S.SendResultEntry(
         status=convert.OK_STATUS,
@@ -111,8 +118,8 @@ class MessagingServicer:
     # ---- routes and clients ------------------------------------------------------------------
     @_unary(S.QueryRouteResponse)
     async def QueryRoute(self, request: Any, context: Any) -> Any:
-        config = self.broker.route(request.topic.name)
-        queues = routes.route(config, self.broker.config.broker_name, self._where(request.endpoints))
+        topic = _topic_route(self.broker.route(request.topic.name))
+        queues = routes.route(topic, self.broker.config.broker_name, self._where(request.endpoints))
         return S.QueryRouteResponse(status=convert.OK_STATUS, message_queues=queues)
 
     @_unary(S.HeartbeatResponse)
@@ -147,9 +154,9 @@ class MessagingServicer:
 
     @_unary(S.QueryAssignmentResponse)
     async def QueryAssignment(self, request: Any, context: Any) -> Any:
-        config = self.broker.route(request.topic.name)
+        topic = _topic_route(self.broker.route(request.topic.name))
         queues = self.broker.query_assignment(request.topic.name, request.group.name)
-        found = routes.assignments(config, queues, self._where(request.endpoints))
+        found = routes.assignments(topic, queues, self._where(request.endpoints))
         return S.QueryAssignmentResponse(status=convert.OK_STATUS, assignments=found)
 
     # ---- producing ---------------------------------------------------------------------------

@@ -7,10 +7,10 @@ carries both.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from txmq.broker.topics import Perm, TopicConfig
-from txmq.common.message import MessageQueue
+from txmq.common.message import MessageQueue, MessageType
 from txmq.protocol.grpc import pb
 
 
@@ -24,8 +24,7 @@ def endpoints(host: str, port: int) -> Any:
     return pb.Endpoints(scheme=scheme, addresses=[pb.Address(host=host, port=port)])
 
 
-def permission_of(perm: int) -> Any:
-    readable, writable = bool(perm & Perm.READ), bool(perm & Perm.WRITE)
+def permission_of(*, readable: bool, writable: bool) -> Any:
     if readable and writable:
         return pb.Permission.READ_WRITE
     if readable:
@@ -35,23 +34,36 @@ def permission_of(perm: int) -> Any:
     return pb.Permission.NONE
 
 
-def message_queue(config: TopicConfig, queue_id: int, broker_name: str, where: Any) -> Any:
-    entry = pb.MessageQueue(id=queue_id, permission=permission_of(config.perm))
-    entry.topic.name = config.name
+@dataclass(frozen=True, slots=True)
+class TopicRoute:
+    """What a route entry says about a topic (kept free of broker types: protocol sits below broker)."""
+
+    name: str
+    queues: int
+    accepted: tuple[MessageType, ...]
+    readable: bool = True
+    writable: bool = True
+
+
+def message_queue(topic: TopicRoute, queue_id: int, broker_name: str, where: Any) -> Any:
+    entry = pb.MessageQueue(
+        id=queue_id, permission=permission_of(readable=topic.readable, writable=topic.writable)
+    )
+    entry.topic.name = topic.name
     entry.broker.name = broker_name
     entry.broker.id = 0
     entry.broker.endpoints.CopyFrom(where)
-    entry.accept_message_types.extend(int(t) for t in config.message_type.accepted())
+    entry.accept_message_types.extend(int(t) for t in topic.accepted)
     return entry
 
 
-def route(config: TopicConfig, broker_name: str, where: Any) -> list[Any]:
+def route(topic: TopicRoute, broker_name: str, where: Any) -> list[Any]:
     """One entry per queue of the topic, all on this broker."""
-    return [message_queue(config, q, broker_name, where) for q in range(config.queues)]
+    return [message_queue(topic, q, broker_name, where) for q in range(topic.queues)]
 
 
-def assignments(config: TopicConfig, queues: list[MessageQueue], where: Any) -> list[Any]:
+def assignments(topic: TopicRoute, queues: list[MessageQueue], where: Any) -> list[Any]:
     """QueryAssignment entries; queue id -1 means "pop from any queue" (non-FIFO groups)."""
     return [
-        pb.Assignment(message_queue=message_queue(config, q.queue_id, q.broker_name, where)) for q in queues
+        pb.Assignment(message_queue=message_queue(topic, q.queue_id, q.broker_name, where)) for q in queues
     ]
