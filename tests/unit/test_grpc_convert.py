@@ -243,7 +243,8 @@ def test_consumer_settings_reply_carries_group_policy() -> None:
     assert reply.subscription.receive_batch_size == 32
     assert reply.subscription.long_polling_timeout.seconds == 20
     assert reply.backoff_policy.max_attempts == 4
-    assert reply.backoff_policy.WhichOneof("strategy") == "exponential_backoff"
+    assert reply.backoff_policy.WhichOneof("strategy") == "customized_backoff"
+    assert [d.seconds for d in reply.backoff_policy.customized_backoff.next][:4] == [1, 5, 10, 30]
     custom = settings.consumer_reply(client, max_attempts=2, fifo=False, backoff_ms=(1_500, 10_000))
     assert [d.seconds for d in custom.backoff_policy.customized_backoff.next] == [1, 10]
     assert settings.subscribed_topics(custom) == ["orders"]

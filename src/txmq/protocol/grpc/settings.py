@@ -16,7 +16,10 @@ from txmq.protocol.grpc.convert import set_duration
 
 PRODUCER_MAX_ATTEMPTS = 3
 PRODUCER_BACKOFF_MS = (10, 1_000)  # initial, max; multiplier 2 (the Apache proxy's defaults)
-CONSUMER_BACKOFF_MS = (1_000, 60_000)  # exponential when no explicit schedule is configured
+# RocketMQ's default redelivery schedule: 1s 5s 10s 30s 1m 2m 3m ... 10m 20m 30m 1h 2h
+CONSUMER_BACKOFF_MS = tuple(
+    s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+)
 RECEIVE_BATCH_SIZE = 32
 LONG_POLLING_MS = 20_000
 
@@ -42,17 +45,16 @@ def producer_reply(client: Any) -> Any:
 def consumer_reply(client: Any, *, max_attempts: int, fifo: bool, backoff_ms: Sequence[int] = ()) -> Any:
     """Settings for a push or simple consumer: the group's delivery policy.
 
-    ``backoff_ms`` empty: exponential 1 s .. 60 s; otherwise a customized schedule (whole seconds, since
-    the Python client reads only the seconds of each step).
+    The back-off is always a customized schedule of whole seconds: the Python PushConsumer nacks with
+    ``invisible_duration.seconds = <delay>``, and an exponential policy gives it a float there, which
+    protobuf rejects (the nack then never reaches the broker). ``backoff_ms`` empty: RocketMQ's schedule.
     """
     reply = pb.Settings()
     reply.CopyFrom(client)
-    if backoff_ms:
-        reply.backoff_policy.max_attempts = max_attempts
-        for step in backoff_ms:
-            set_duration(reply.backoff_policy.customized_backoff.next.add(), max(1_000, step // 1000 * 1000))
-    else:
-        _exponential(reply.backoff_policy, max_attempts, *CONSUMER_BACKOFF_MS)
+    reply.backoff_policy.Clear()
+    reply.backoff_policy.max_attempts = max_attempts
+    for step in backoff_ms or CONSUMER_BACKOFF_MS:
+        set_duration(reply.backoff_policy.customized_backoff.next.add(), max(1_000, step // 1000 * 1000))
     sub = reply.subscription
     sub.fifo = fifo
     sub.receive_batch_size = RECEIVE_BATCH_SIZE
