@@ -105,7 +105,13 @@ def _send_entry(result: SendResult) -> Any:
 
 
 class MessagingServicer:
-    """apache.rocketmq.v2.MessagingService, translated onto a :class:`Broker`."""
+    """apache.rocketmq.v2.MessagingService, translated onto a :class:`Broker`.
+
+    ReceiveMessage pops from every queue of the topic whatever queue the request names, as the Apache
+    proxy does: the Python SimpleConsumer names a randomly chosen queue per call and would otherwise
+    long-poll empty queues while others hold messages. FIFO order needs no queue pinning: a message
+    group lives in one queue and the broker hands out its next message only after the previous one.
+    """
 
     def __init__(self, broker: Broker, advertised_host: str, advertised_port: int) -> None:
         self.broker = broker
@@ -210,7 +216,7 @@ class MessagingServicer:
                 batch_size=request.batch_size or DEFAULT_BATCH_SIZE,
                 invisible_ms=invisible_ms,
                 long_poll_ms=_long_poll_ms(request, context),
-                queue_id=request.message_queue.id,
+                queue_id=None,  # like the proxy: pop from every queue (see the class docstring)
             )
         except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
             yield response(status=status_of(exc))
