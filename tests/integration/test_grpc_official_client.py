@@ -254,3 +254,61 @@ def test_offsets_and_delays_survive_a_broker_restart(rmq: Any, tmp_path: Path) -
     assert first == [b"m0", b"m1", b"m2"]
     assert sorted(m.body for m in rest) == [b"delayed", b"m3", b"m4", b"m5"]
     assert arrived >= due_s
+
+
+def test_offset_rpcs_the_proxy_lacks(rmq: Any, broker: BrokerProcess, clients: Clients) -> None:
+    """PullMessage, GetOffset, UpdateOffset, QueryOffset via a raw stub (no official client has them)."""
+    import grpc
+
+    from txmq.protocol.grpc import convert, pb
+
+    topic, group = _name("pull"), _name("g")
+    broker.admin("topic.create", {"name": topic, "queues": 1})
+    producer = clients.producer(topic)
+    for i in range(4):
+        producer.send(_message(rmq, topic, f"p{i}".encode(), tag="odd" if i % 2 else "even"))
+    meta = (("x-mq-client-id", "test-client"),)
+    queue = pb.MessageQueue(id=0)
+    queue.topic.name = topic
+    with grpc.insecure_channel(broker.endpoint) as channel:
+        stub = pb.MessagingServiceStub(channel)
+        S = pb.service
+        end = stub.QueryOffset(
+            S.QueryOffsetRequest(message_queue=queue, query_offset_policy=1), metadata=meta
+        )
+        begin = stub.QueryOffset(
+            S.QueryOffsetRequest(message_queue=queue, query_offset_policy=0), metadata=meta
+        )
+        assert (begin.offset, end.offset) == (0, 4)
+        missing = stub.GetOffset(
+            S.GetOffsetRequest(message_queue=queue, group=pb.Resource(name=group)), metadata=meta
+        )
+        assert missing.status.code == pb.Code.OFFSET_NOT_FOUND
+        request = S.PullMessageRequest(
+            message_queue=queue, offset=1, batch_size=10, group=pb.Resource(name=group)
+        )
+        request.filter_expression.type = pb.FilterType.TAG
+        request.filter_expression.expression = "odd"
+        replies = list(stub.PullMessage(request, metadata=meta, timeout=10))
+        assert replies[0].status.code == pb.Code.OK
+        bodies = [r.message.body for r in replies if r.HasField("message")]
+        assert bodies == [b"p1", b"p3"]
+        assert all(r.message.system_properties.body_digest.checksum for r in replies if r.HasField("message"))
+        assert replies[-1].next_offset == 4
+        update = S.UpdateOffsetRequest(message_queue=queue, group=pb.Resource(name=group), offset=3)
+        assert stub.UpdateOffset(update, metadata=meta).status.code == pb.Code.OK
+        got = stub.GetOffset(
+            S.GetOffsetRequest(message_queue=queue, group=pb.Resource(name=group)), metadata=meta
+        )
+        assert (got.status.code, got.offset) == (pb.Code.OK, 3)
+        at = S.QueryOffsetRequest(message_queue=queue, query_offset_policy=2)
+        convert.set_timestamp(at.timestamp, 0)
+        assert stub.QueryOffset(at, metadata=meta).offset == 0
+        no_id = stub.Heartbeat(S.HeartbeatRequest(client_type=pb.ClientType.PRODUCER))
+        assert no_id.status.code == pb.Code.CLIENT_ID_REQUIRED
+        sql = S.ReceiveMessageRequest(message_queue=queue, group=pb.Resource(name=group), batch_size=1)
+        sql.filter_expression.type = pb.FilterType.SQL
+        sql.filter_expression.expression = "a > 1"
+        assert [r.status.code for r in stub.ReceiveMessage(sql, metadata=meta, timeout=5)] == [
+            pb.Code.UNSUPPORTED
+        ]
