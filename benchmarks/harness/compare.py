@@ -62,6 +62,7 @@ async def run_rounds(
         for round_no in range(1, rounds + 1):
             for system in systems:
                 result = await run_workload(make_driver(system), workload)
+                result["system"] = system  # the registry name the user chose and ratios refer to
                 result["round"] = round_no
                 results.append(result)
                 if on_result is not None:

@@ -14,7 +14,8 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
         raise ValueError("percentile of an empty sequence")
     if not 0.0 < q <= 100.0:
         raise ValueError("q must be in (0, 100]")
-    rank = math.ceil(q / 100.0 * len(sorted_values))
+    # Round first: 99.9 / 100 * 1000 is 999.0000000000001 in binary floating point, not 999.
+    rank = math.ceil(round(q / 100.0 * len(sorted_values), 9))
     return float(sorted_values[max(rank, 1) - 1])
 
 
