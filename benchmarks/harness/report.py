@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -59,8 +60,26 @@ def write_json(path: Path, document: Mapping[str, object]) -> None:
     path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n")
 
 
+def _panel(ax: Any, workload: str, mine: Sequence[Row]) -> None:
+    """Bars of msg/s, or of end-to-end p99 for paced workloads (where the rate is fixed by design)."""
+    latency = any(_medians(r).get("e2e_p99_ms") is not None for r in mine)
+    metric, ratio_key = (
+        ("e2e_p99_ms", "latency_ratio") if latency else ("throughput_msg_s", "throughput_ratio")
+    )
+    names = [str(r["system"]) for r in mine]
+    values = [_medians(r).get(metric) for r in mine]
+    heights = [float(v) if isinstance(v, int | float) else 0.0 for v in values]
+    bars = ax.bar(range(len(names)), heights, color="#c44e52" if latency else "#4c72b0")
+    for bar, row in zip(bars, mine, strict=True):
+        top = (bar.get_x() + bar.get_width() / 2, bar.get_height())
+        ax.annotate(_ratio(row.get(ratio_key)), top, ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
+    ax.set_title(workload)
+    ax.set_ylabel("e2e p99 ms (median, lower is better)" if latency else "msg/s (median)")
+
+
 def draw_chart(rows: Sequence[Row], path: Path, baseline: str) -> None:
-    """One panel per workload: median msg/s per system, each bar labelled with its ratio to baseline."""
+    """One panel per workload, one bar per system, each labelled with its ratio to ``baseline``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -71,18 +90,7 @@ def draw_chart(rows: Sequence[Row], path: Path, baseline: str) -> None:
     lines = (len(workloads) + cols - 1) // cols or 1
     fig, axes = plt.subplots(lines, cols, figsize=(5 * cols, 3.6 * lines), squeeze=False)
     for i, workload in enumerate(workloads):
-        ax = axes[i // cols][i % cols]
-        mine = [r for r in rows if r["workload"] == workload]
-        names = [str(r["system"]) for r in mine]
-        values = [_medians(r).get("throughput_msg_s") for r in mine]
-        heights = [float(v) if isinstance(v, int | float) else 0.0 for v in values]
-        bars = ax.bar(range(len(names)), heights, color="#4c72b0")
-        for bar, row in zip(bars, mine, strict=True):
-            top = (bar.get_x() + bar.get_width() / 2, bar.get_height())
-            ax.annotate(_ratio(row.get("throughput_ratio")), top, ha="center", va="bottom", fontsize=8)
-        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
-        ax.set_title(workload)
-        ax.set_ylabel("msg/s (median)")
+        _panel(axes[i // cols][i % cols], workload, [r for r in rows if r["workload"] == workload])
     for j in range(len(workloads), lines * cols):
         axes[j // cols][j % cols].axis("off")
     fig.suptitle(f"1 KB messages, ratios vs {baseline} (same session)")

@@ -224,4 +224,5 @@ async def run_workload(driver: Driver, workload: Workload) -> dict[str, object]:
             await driver.teardown()  # drivers tolerate a partial setup
     except Exception as exc:
         return {**result, "status": "error", "reason": f"{type(exc).__name__}: {exc}"}
+    result["driver"] = driver.describe().to_dict()  # again: server versions are known after setup
     return {**result, "status": "ok", **measured}

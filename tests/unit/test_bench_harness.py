@@ -131,6 +131,9 @@ def test_compare_cli_with_a_registered_driver(tmp_path: Path, monkeypatch: pytes
     }
     assert (tmp_path / "compare.png").exists()
     assert "ratios vs memory" in outcome.output
+    again = CliRunner().invoke(app, ["bench", "report", str(tmp_path), "--baseline", "memory-notx"])
+    assert again.exit_code == 0, again.output
+    assert "ratios vs memory-notx" in again.output
 
 
 def test_compare_cli_rejects_unknown_names(tmp_path: Path) -> None:

@@ -159,8 +159,27 @@ def list_command() -> None:
         console.print(f"workload {name:<18} {workload.queues} queue(s), {shape}{extra}")
 
 
+def report_command(
+    directory: Annotated[Path, typer.Argument(help="a directory holding compare.json")],
+    baseline: Annotated[str | None, typer.Option(help="system the ratios divide by")] = None,
+) -> None:
+    """Re-summarize a saved compare.json (e.g. with another baseline); redraw compare.png."""
+    ensure_harness_importable()
+    import json
+
+    from benchmarks.harness.compare import summarize
+    from benchmarks.harness.report import draw_chart, render_table
+
+    document = json.loads((directory / "compare.json").read_text())
+    base = baseline or str(document["baseline"])
+    rows = summarize(document["runs"], base)
+    _console().print(render_table(rows, base, title=str(document.get("command", ""))))
+    draw_chart(rows, directory / "compare.png", base)
+
+
 def register(app: typer.Typer) -> None:
     bench = typer.Typer(help="Benchmarks: txmq against Redis Streams, RabbitMQ, NATS JetStream.")
     bench.command("compare")(compare_command)
     bench.command("list")(list_command)
+    bench.command("report")(report_command)
     app.add_typer(bench, name="bench")
