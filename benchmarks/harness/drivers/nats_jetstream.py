@@ -105,7 +105,8 @@ class NatsJetStreamDriver:
         self._subjects = [f"bench.{tag}.{q}" for q in range(workload.queues)]
         nc, js = await self._connect()
         try:
-            self._version = str(nc.connected_server_version)
+            v = nc.connected_server_version
+            self._version = f"{v.major}.{v.minor}.{v.patch}"
             await js.add_stream(
                 StreamConfig(name=self._stream, subjects=[f"bench.{tag}.*"], storage=StorageType.FILE)
             )

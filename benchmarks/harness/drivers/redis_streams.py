@@ -18,6 +18,7 @@ from typing import Any
 
 import redis
 import redis.asyncio as aioredis
+from redis.utils import HIREDIS_AVAILABLE
 
 from benchmarks.harness.driver import Consumer, DriverInfo, Producer
 from benchmarks.harness.workload import Workload
@@ -102,7 +103,7 @@ class RedisStreamsDriver:
         return DriverInfo(
             system=f"redis-{self._fsync}",
             product=f"Redis {_server_version()} Streams, AOF appendfsync {self._fsync}",
-            client=f"redis-py {redis.__version__} (asyncio)",
+            client=f"redis-py {redis.__version__} (asyncio{', hiredis' if HIREDIS_AVAILABLE else ''})",
             durability=(
                 "AOF fsync before the reply to every write (batch = one pipeline)"
                 if always
