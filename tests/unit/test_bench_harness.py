@@ -76,6 +76,7 @@ async def test_unsupported_workload_is_reported_not_run() -> None:
 
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
 async def test_redis_streams_private_server() -> None:
+    pytest.importorskip("redis", reason="the bench extra (redis-py) is not installed")
     driver = make_driver("redis-always")
     assert driver.describe().fsync_before_ack
     await _check_produce(driver, "single-1")
@@ -88,6 +89,7 @@ async def test_redis_streams_private_server() -> None:
 
 @pytest.mark.skipif(not _port_open(4222), reason="NATS is not listening on 127.0.0.1:4222")
 async def test_nats_jetstream() -> None:
+    pytest.importorskip("nats", reason="the bench extra (nats-py) is not installed")
     driver = make_driver("nats-file")
     assert not driver.describe().fsync_before_ack
     await _check_produce(driver, "batch-100")
@@ -98,6 +100,7 @@ async def test_nats_jetstream() -> None:
 
 @pytest.mark.skipif(not _port_open(5672), reason="RabbitMQ is not listening on 127.0.0.1:5672")
 async def test_rabbitmq_quorum() -> None:
+    pytest.importorskip("aiormq", reason="the bench extra (aiormq) is not installed")
     driver = make_driver("rabbitmq-quorum")
     await _check_produce(driver, "tx-8")
     await _check_e2e(driver)
@@ -106,6 +109,7 @@ async def test_rabbitmq_quorum() -> None:
 
 def test_compare_cli_with_a_registered_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The path the lead uses to add txmq: register a driver, then name it in --systems."""
+    pytest.importorskip("matplotlib", reason="the bench extra (matplotlib) is not installed")
     import typer
 
     from txmq.cli.bench import register

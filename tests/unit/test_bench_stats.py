@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 from pathlib import Path
@@ -115,6 +116,8 @@ def test_table_json_and_chart(tmp_path: Path) -> None:
     assert "n/a: no tx" in text
     write_json(tmp_path / "r" / "c.json", {"summary": rows})
     assert json.loads((tmp_path / "r" / "c.json").read_text())["summary"][1]["system"] == "b"
+    if importlib.util.find_spec("matplotlib") is None:
+        pytest.skip("the bench extra (matplotlib) is not installed")
     draw_chart(rows, tmp_path / "c.png", "a")
     assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
