@@ -95,6 +95,8 @@ class MessageStore:
         self._commit = GroupCommit(log, log.write_offset)
         self._dispatcher = Dispatcher(log, queues, index, report.scanned_from)
         self._sync = config.flush_mode is FlushMode.SYNC
+        if self._sync:
+            self._commit.on_durable = self._dispatcher.run_once
         self._tasks: list[asyncio.Task[None]] = []
         self._dispatch_wake = asyncio.Event()
         self._closed = False
