@@ -17,15 +17,7 @@ RETRY_PREFIX: Final = "%RETRY%"
 DLQ_PREFIX: Final = "%DLQ%"
 
 SYSTEM_TOPICS: Final = frozenset(
-    {
-        HALF_TOPIC,
-        OP_HALF_TOPIC,
-        CHECK_MAX_TIME_TOPIC,
-        SCHEDULE_TOPIC,
-        DEFAULT_TOPIC,
-        TIMER_TOPIC,
-        SPARK_COMMIT_TOPIC,
-    }
+    {HALF_TOPIC, OP_HALF_TOPIC, CHECK_MAX_TIME_TOPIC, SCHEDULE_TOPIC, DEFAULT_TOPIC, TIMER_TOPIC, SPARK_COMMIT_TOPIC}
 )
 
 
@@ -53,7 +45,9 @@ def validate_topic(topic: str, *, allow_system: bool = False) -> None:
     if len(topic) > limit:
         raise errors.InvalidTopic(f"topic name is {len(topic)} characters, over the limit of {limit}")
     if not limits.name_pattern.match(topic):
-        raise errors.InvalidTopic(f"topic name {topic[:64]!r} has characters outside [%|a-zA-Z0-9_-]")
+        raise errors.InvalidTopic(
+            f"topic name {topic[:64]!r} has characters outside [%|a-zA-Z0-9_-]"
+        )
     if not allow_system and is_system_topic(topic):
         raise errors.InvalidTopic(f"{topic} is a system topic and cannot be used by clients")
 

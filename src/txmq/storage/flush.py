@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from txmq.common.errors import StoreFenced
@@ -43,6 +43,9 @@ class GroupCommit:
         self._taken: deque[tuple[int, asyncio.Future[None]]] = deque()  # (target offset, future)
         self._open: asyncio.Future[None] | None = None
         self.wake = asyncio.Event()
+        # Called with the new flushed offset before any waiter is resolved, so what an acknowledged
+        # append wrote is already dispatched (visible to consumers) when its sender resumes.
+        self.on_durable: Callable[[int], None] | None = None
 
     def waiter(self, end_offset: int) -> asyncio.Future[None] | Done:
         """An awaitable completed once ``end_offset`` is durable (needs a running loop if not yet)."""
@@ -74,6 +77,8 @@ class GroupCommit:
         invariant(target >= self.flushed_offset, "the flushed offset never goes back")
         self.flushed_offset = target
         self.flush_count += 1
+        if self.on_durable is not None:
+            self.on_durable(target)
         taken = self._taken
         while taken and taken[0][0] <= target:
             _, future = taken.popleft()

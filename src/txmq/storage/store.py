@@ -95,6 +95,8 @@ class MessageStore:
         self._commit = GroupCommit(log, log.write_offset)
         self._dispatcher = Dispatcher(log, queues, index, report.scanned_from)
         self._sync = config.flush_mode is FlushMode.SYNC
+        if self._sync:
+            self._commit.on_durable = self._dispatcher.run_once
         self._tasks: list[asyncio.Task[None]] = []
         self._dispatch_wake = asyncio.Event()
         self._closed = False
@@ -423,8 +425,8 @@ def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:
         names.validate_topic(req.topic, allow_system=True)
         if len(_VALID_TOPICS) < _VALID_TOPICS_MAX:
             _VALID_TOPICS.add(req.topic)
-    if not 0 <= req.queue_id < limits.queues_per_topic_max:
-        raise InvalidArgument(f"queue id {req.queue_id} is outside [0, {limits.queues_per_topic_max})")
+    if not 0 <= req.queue_id <= limits.queue_id_max:
+        raise InvalidArgument(f"queue id {req.queue_id} is outside [0, {limits.queue_id_max}]")
     if len(req.body) > limits.body_bytes_max:
         raise MessageTooLarge("message body", len(req.body), limits.body_bytes_max)
     if len(req.properties) > limits.properties_bytes_max:
