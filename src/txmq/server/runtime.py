@@ -43,27 +43,20 @@ async def start_broker(config: BrokerConfig) -> RunningBroker:
     broker = await Broker.open(config)
     running = RunningBroker(broker)
     try:
-        await _start_grpc(running, config)
+        from txmq.server.grpc_server import serve as serve_grpc
+
+        server = await serve_grpc(broker, config.host, config.grpc_port)
+
+        async def stop_grpc() -> None:
+            await server.stop(grace=1.0)
+
+        running.closers.append(stop_grpc)
         await _start_remoting(running, config)
     except BaseException:
         await running.stop()
         raise
     broker.start_background()
     return running
-
-
-async def _start_grpc(running: RunningBroker, config: BrokerConfig) -> None:
-    try:
-        from txmq.server.grpc_server import serve as serve_grpc
-    except ModuleNotFoundError:
-        log.warning("the gRPC front door is not available in this build")
-        return
-    server = await serve_grpc(running.broker, config.host, config.grpc_port)
-
-    async def stop_grpc() -> None:
-        await server.stop(grace=1.0)
-
-    running.closers.append(stop_grpc)
 
 
 async def _start_remoting(running: RunningBroker, config: BrokerConfig) -> None:
