@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import subprocess_env
+from tests.conftest import subprocess_env
 from txmq.common.errors import CorruptRecord
 from txmq.storage.api import PutRequest, StoreConfig
 from txmq.storage.store import MessageStore

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import subprocess_env
+from tests.conftest import subprocess_env
 from txmq.storage.api import StoreConfig
 from txmq.storage.store import MessageStore
 
