@@ -270,7 +270,7 @@ class MessageStore:
 
     def _durable(self, end_offset: int) -> Awaitable[None]:
         if not self._sync:
-            self._dispatch_wake.set()
+            self.run_once()  # async flush: visible as soon as written (and acknowledged)
             return DONE
         try:
             asyncio.get_running_loop()
