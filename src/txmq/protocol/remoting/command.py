@@ -1,0 +1,91 @@
+"""``RemotingCommand``: one remoting frame as a value.
+
+A command is a request when its ``flag`` lacks ``RPC_TYPE`` and a response when it has it; responses
+reuse the request's ``opaque`` (the request id) and serialize type. ``code`` is a plain ``int`` (a
+``RequestCode`` on requests, a ``ResponseCode`` on responses) so unknown codes pass through intact.
+``ext_fields`` maps strings to strings: the frame decoder coerces the numbers and booleans some
+clients (ali-ons) put there.
+
+The dataclass is frozen but ``ext_fields`` is a plain dict for speed: treat it as read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from txmq.protocol.remoting.codes import RPC_ONEWAY, RPC_TYPE, LanguageCode, SerializeType
+
+DEFAULT_VERSION: Final = 0
+"""The ``version`` txmq puts on commands it originates; peers do not depend on it for 4.x codes."""
+
+
+@dataclass(frozen=True, slots=True)
+class RemotingCommand:
+    code: int
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    language: LanguageCode = LanguageCode.JAVA
+    version: int = DEFAULT_VERSION
+    serialize_type: SerializeType = SerializeType.JSON
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RPC_TYPE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & RPC_ONEWAY)
+
+
+def make_request(
+    code: int,
+    opaque: int,
+    ext_fields: dict[str, str] | None = None,
+    body: bytes = b"",
+    *,
+    oneway: bool = False,
+    remark: str | None = None,
+    language: LanguageCode = LanguageCode.JAVA,
+    version: int = DEFAULT_VERSION,
+    serialize_type: SerializeType = SerializeType.JSON,
+) -> RemotingCommand:
+    """A request; ``RemotingConnection.new_request`` is the usual way to get one with a fresh opaque."""
+    return RemotingCommand(
+        code=int(code),
+        opaque=opaque,
+        flag=RPC_ONEWAY if oneway else 0,
+        remark=remark,
+        ext_fields={} if ext_fields is None else ext_fields,
+        body=body,
+        language=language,
+        version=version,
+        serialize_type=serialize_type,
+    )
+
+
+def make_response(
+    request: RemotingCommand,
+    code: int = 0,
+    remark: str | None = None,
+    ext_fields: dict[str, str] | None = None,
+    body: bytes = b"",
+) -> RemotingCommand:
+    """The response to ``request``: same opaque, version and serialize type, RPC_TYPE set.
+
+    The language is ours (JAVA, as a Java broker answers), not the requester's.
+    """
+    return RemotingCommand(
+        code=int(code),
+        opaque=request.opaque,
+        flag=RPC_TYPE,
+        remark=remark,
+        ext_fields={} if ext_fields is None else ext_fields,
+        body=body,
+        language=LanguageCode.JAVA,
+        version=request.version,
+        serialize_type=request.serialize_type,
+    )

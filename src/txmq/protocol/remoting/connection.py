@@ -1,0 +1,230 @@
+"""``RemotingConnection``: the sans-IO state machine for one remoting TCP connection.
+
+Three verbs and no I/O, as in h11: ``receive_data(bytes)`` buffers what the socket delivered
+(``b""`` means EOF), ``next_event()`` returns the next event or ``NEED_DATA``, ``send(command)``
+returns the bytes to write. The same class serves both ends, because both ends send requests: the
+client sends SEND_MESSAGE, the broker sends CHECK_TRANSACTION_STATE back on the same connection.
+
+Events from ``next_event()``:
+
+* ``RemotingCommand``: a request from the peer (answer it unless ``is_oneway``).
+* ``Response(command, request_code)``: the answer to one of our pending requests.
+* ``UnmatchedResponse(command)``: a response whose opaque we are not waiting for (a late answer to a
+  request the driver gave up on, or a confused peer). Reported, never fatal.
+* ``ConnectionClosed(unanswered)``: the peer closed the connection; ``unanswered`` lists the opaques
+  of requests that will never get a response.
+* ``NEED_DATA``: feed more bytes.
+
+Malformed input raises ``RemoteProtocolError`` and moves the connection to ``ERROR``; from then on
+every call raises ``LocalProtocolError``. Any other exception is a bug.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Final
+
+from txmq.common import limits
+from txmq.protocol.remoting import frame
+from txmq.protocol.remoting.codes import RPC_ONEWAY, RPC_TYPE, LanguageCode, SerializeType
+from txmq.protocol.remoting.command import DEFAULT_VERSION, RemotingCommand
+from txmq.protocol.remoting.errors import LocalProtocolError, RemoteProtocolError
+
+_OPAQUE_MAX: Final = 0x7FFFFFFF  # opaques are Java ints; we allocate 0..2^31-1 and wrap
+_COMPACT_BYTES: Final = 1 << 20
+
+
+class NeedData(enum.Enum):
+    NEED_DATA = "NEED_DATA"
+
+
+NEED_DATA: Final = NeedData.NEED_DATA
+
+
+class ConnectionState(enum.Enum):
+    OPEN = "OPEN"
+    CLOSED = "CLOSED"  # the peer sent EOF, or close() was called
+    ERROR = "ERROR"  # a protocol error happened; the connection is unusable
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A response matched, by opaque, to a request this side sent."""
+
+    command: RemotingCommand
+    request_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class UnmatchedResponse:
+    """A response whose opaque matches no pending request."""
+
+    command: RemotingCommand
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionClosed:
+    """The peer closed the connection; ``unanswered`` holds the opaques still pending at that moment."""
+
+    unanswered: tuple[int, ...] = ()
+
+
+Event = RemotingCommand | Response | UnmatchedResponse | ConnectionClosed | NeedData
+
+
+class RemotingConnection:
+    """One connection's framing, request ids and pending-request table. Not thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        language: LanguageCode = LanguageCode.PYTHON,
+        version: int = DEFAULT_VERSION,
+        serialize_type: SerializeType = SerializeType.JSON,
+        first_opaque: int = 0,
+        max_buffer_bytes: int = 2 * (limits.frame_bytes_max + frame.PREFIX_BYTES),
+        max_pending: int = 1 << 16,
+    ) -> None:
+        self.language = language
+        self.version = version
+        self.serialize_type = serialize_type
+        self.max_buffer_bytes = max_buffer_bytes
+        self.max_pending = max_pending
+        self._state = ConnectionState.OPEN
+        self._buf = bytearray()
+        self._pos = 0
+        self._eof = False
+        self._next_opaque = first_opaque & _OPAQUE_MAX
+        self._pending: dict[int, int] = {}
+
+    # ------------------------------------------------------------------------------------------ state
+
+    @property
+    def state(self) -> ConnectionState:
+        return self._state
+
+    @property
+    def pending(self) -> dict[int, int]:
+        """A copy of the pending table: opaque -> request code."""
+        return dict(self._pending)
+
+    @property
+    def buffered_bytes(self) -> int:
+        return len(self._buf) - self._pos
+
+    def forget(self, opaque: int) -> int | None:
+        """Stop waiting for ``opaque`` (the driver timed out); returns its request code, if pending."""
+        return self._pending.pop(opaque, None)
+
+    def close(self) -> tuple[int, ...]:
+        """Close locally; returns the opaques that will never be answered."""
+        self._check_usable()
+        self._state = ConnectionState.CLOSED
+        unanswered = tuple(self._pending)
+        self._pending.clear()
+        return unanswered
+
+    def _check_usable(self) -> None:
+        if self._state is ConnectionState.ERROR:
+            raise LocalProtocolError("the connection already failed with a protocol error")
+
+    # ------------------------------------------------------------------------------------------ sending
+
+    def new_request(
+        self,
+        code: int,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        oneway: bool = False,
+        remark: str | None = None,
+    ) -> RemotingCommand:
+        """A request with a fresh opaque (skipping any still pending); pass it to ``send``."""
+        opaque = self._next_opaque
+        while opaque in self._pending:
+            opaque = (opaque + 1) & _OPAQUE_MAX
+        self._next_opaque = (opaque + 1) & _OPAQUE_MAX
+        return RemotingCommand(
+            code=int(code),
+            opaque=opaque,
+            flag=RPC_ONEWAY if oneway else 0,
+            remark=remark,
+            ext_fields={} if ext_fields is None else ext_fields,
+            body=body,
+            language=self.language,
+            version=self.version,
+            serialize_type=self.serialize_type,
+        )
+
+    def send(self, cmd: RemotingCommand) -> bytes:
+        """The bytes for ``cmd``; a two-way request becomes pending until its response arrives."""
+        self._check_usable()
+        if self._state is not ConnectionState.OPEN:
+            raise LocalProtocolError("cannot send on a closed connection")
+        if not cmd.flag & (RPC_TYPE | RPC_ONEWAY):
+            if cmd.opaque in self._pending:
+                raise LocalProtocolError(f"opaque {cmd.opaque} is already pending")
+            if len(self._pending) >= self.max_pending:
+                raise LocalProtocolError(f"{len(self._pending)} requests pending, the limit")
+            data = frame.encode(cmd)
+            self._pending[cmd.opaque] = cmd.code
+            return data
+        return frame.encode(cmd)
+
+    # ------------------------------------------------------------------------------------------ receiving
+
+    def receive_data(self, data: bytes) -> None:
+        """Buffer bytes from the peer; ``b""`` records EOF."""
+        self._check_usable()
+        if self._eof or self._state is ConnectionState.CLOSED:
+            if data:
+                raise LocalProtocolError("data received after EOF or close")
+            return
+        if not data:
+            self._eof = True
+            return
+        if len(self._buf) - self._pos + len(data) > self.max_buffer_bytes:
+            self._state = ConnectionState.ERROR
+            raise RemoteProtocolError(f"receive buffer exceeds {self.max_buffer_bytes} bytes")
+        self._buf += data
+
+    def next_event(self) -> Event:
+        """The next event; raises ``RemoteProtocolError`` on malformed input (the connection is dead)."""
+        self._check_usable()
+        try:
+            decoded = frame.decode_frame(self._buf, self._pos)
+        except RemoteProtocolError:
+            self._state = ConnectionState.ERROR
+            raise
+        if decoded is None:
+            return self._no_frame()
+        cmd, end = decoded
+        self._consume(end)
+        if not cmd.flag & RPC_TYPE:
+            return cmd
+        code = self._pending.pop(cmd.opaque, None)
+        if code is None:
+            return UnmatchedResponse(cmd)
+        return Response(cmd, code)
+
+    def _no_frame(self) -> NeedData | ConnectionClosed:
+        if not self._eof and self._state is ConnectionState.OPEN:
+            return NEED_DATA
+        if self._pos < len(self._buf):
+            self._state = ConnectionState.ERROR
+            raise RemoteProtocolError(f"connection closed inside a frame ({self.buffered_bytes} bytes)")
+        self._state = ConnectionState.CLOSED
+        unanswered = tuple(self._pending)
+        self._pending.clear()
+        return ConnectionClosed(unanswered)
+
+    def _consume(self, end: int) -> None:
+        if end == len(self._buf):
+            self._buf.clear()
+            self._pos = 0
+        elif end > _COMPACT_BYTES:
+            del self._buf[:end]
+            self._pos = 0
+        else:
+            self._pos = end

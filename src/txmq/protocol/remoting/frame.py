@@ -1,0 +1,272 @@
+"""Remoting frames: ``RemotingCommand`` <-> bytes, with both header serializations.
+
+Layout (all integers big-endian)::
+
+    int32  length        = 4 + headerLen + bodyLen   (excludes itself; 4 <= length <= frame_bytes_max)
+    int32  (serializeType << 24) | headerLen          serializeType: 0 JSON, 1 ROCKETMQ
+    bytes  header        headerLen bytes
+    bytes  body          the rest
+
+JSON header: ``{"code", "language": "JAVA", "version", "opaque", "flag", "remark"?, "extFields",
+"serializeTypeCurrentRPC": "JSON"}``. ROCKETMQ header: ``int16 code, int8 language, int16 version,
+int32 opaque, int32 flag, int32 remarkLen + remark, int32 extLen + (int16 kLen, k, int32 vLen, v)*``.
+
+Decoding never raises anything but ``RemoteProtocolError`` on bad input; the bounds are checked as
+soon as the 8-byte prefix is available so a hostile length never makes us buffer more than one
+maximal frame. Encoding raises ``LocalProtocolError`` for commands the chosen header cannot carry.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any, Final
+
+from txmq.common import limits
+from txmq.protocol.remoting.codes import LanguageCode, SerializeType
+from txmq.protocol.remoting.command import RemotingCommand
+from txmq.protocol.remoting.errors import LocalProtocolError, RemoteProtocolError
+
+PREFIX_BYTES: Final = 8  # the length word and the serialize-type/header-length word
+_PREFIX = struct.Struct(">iI")
+_BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
+_BIN_FIXED_BYTES: Final = _BIN_FIXED.size  # 13
+
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+_loads = json.JSONDecoder().decode
+_LANG_BY_NAME: Final = {member.name: member for member in LanguageCode}
+_LANG_BY_CODE: Final = {member.value: member for member in LanguageCode}
+_SERIALIZE_TYPES: Final = {member.value: member for member in SerializeType}
+
+
+# ---------------------------------------------------------------------------------------------- encoding
+
+
+def encode(cmd: RemotingCommand) -> bytes:
+    """One complete frame for ``cmd``, with the header serialization ``cmd.serialize_type`` names."""
+    if cmd.serialize_type is SerializeType.JSON:
+        header = encode_json_header(cmd)
+    else:
+        header = encode_binary_header(cmd)
+    body = cmd.body
+    length = 4 + len(header) + len(body)
+    if length > limits.frame_bytes_max:
+        raise LocalProtocolError(f"frame of {length} bytes exceeds the limit of {limits.frame_bytes_max}")
+    return b"".join((_PREFIX.pack(length, (cmd.serialize_type << 24) | len(header)), header, body))
+
+
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    """The JSON header (fastjson field names; ``remark`` omitted when None, as fastjson does)."""
+    fields: dict[str, Any] = {
+        "code": cmd.code,
+        "language": cmd.language.name,
+        "version": cmd.version,
+        "opaque": cmd.opaque,
+        "flag": cmd.flag,
+        "extFields": cmd.ext_fields,
+        "serializeTypeCurrentRPC": "JSON",
+    }
+    if cmd.remark is not None:
+        fields["remark"] = cmd.remark
+    return _dumps(fields).encode("ascii")
+
+
+def encode_binary_header(cmd: RemotingCommand) -> bytes:
+    """The ROCKETMQ binary header; code and version must fit a signed 16-bit integer."""
+    if not (-0x8000 <= cmd.code <= 0x7FFF and -0x8000 <= cmd.version <= 0x7FFF):
+        raise LocalProtocolError(
+            f"code {cmd.code} / version {cmd.version} do not fit the ROCKETMQ header's 16-bit fields"
+        )
+    parts = [_BIN_FIXED.pack(cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag)]
+    remark = cmd.remark.encode("utf-8") if cmd.remark else b""
+    parts.append(_INT.pack(len(remark)))
+    parts.append(remark)
+    ext: list[bytes] = []
+    for key, value in cmd.ext_fields.items():
+        raw_key = key.encode("utf-8")
+        if len(raw_key) > 0x7FFF:
+            raise LocalProtocolError(f"extFields key of {len(raw_key)} bytes does not fit 16 bits")
+        raw_value = value.encode("utf-8")
+        ext += (_SHORT.pack(len(raw_key)), raw_key, _INT.pack(len(raw_value)), raw_value)
+    ext_bytes = b"".join(ext)
+    parts.append(_INT.pack(len(ext_bytes)))
+    parts.append(ext_bytes)
+    return b"".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------- decoding
+
+
+def frame_bounds(buf: bytes | bytearray, pos: int = 0) -> tuple[int, int] | None:
+    """``(header_length, frame_end)`` of the frame starting at ``pos``, or None if the prefix is incomplete.
+
+    Validates the prefix, so a bad length is reported before its frame is buffered.
+    """
+    if len(buf) - pos < PREFIX_BYTES:
+        if len(buf) - pos >= 4:
+            _check_length(_INT.unpack_from(buf, pos)[0])
+        return None
+    length, word = _PREFIX.unpack_from(buf, pos)
+    _check_length(length)
+    header_length = word & 0xFFFFFF
+    if header_length > length - 4:
+        raise RemoteProtocolError(f"header length {header_length} exceeds frame length {length}")
+    if (word >> 24) not in _SERIALIZE_TYPES:
+        raise RemoteProtocolError(f"unknown serialize type {word >> 24}")
+    return header_length, pos + 4 + length
+
+
+def _check_length(length: int) -> None:
+    if length < 4:
+        raise RemoteProtocolError(f"frame length {length} is below the minimum of 4")
+    if length > limits.frame_bytes_max:
+        raise RemoteProtocolError(f"frame length {length} exceeds the limit of {limits.frame_bytes_max}")
+
+
+def decode_frame(buf: bytes | bytearray, pos: int = 0) -> tuple[RemotingCommand, int] | None:
+    """Decode the frame at ``buf[pos:]``: ``(command, end)`` or None when more bytes are needed.
+
+    Bytes after ``end`` are not looked at (they belong to the next frame).
+    """
+    bounds = frame_bounds(buf, pos)
+    if bounds is None:
+        return None
+    header_length, end = bounds
+    if len(buf) < end:
+        return None
+    serialize_type = buf[pos + 4]  # the top byte of the big-endian type/length word
+    header_start = pos + PREFIX_BYTES
+    body_start = header_start + header_length
+    with memoryview(buf) as view:
+        if serialize_type == SerializeType.JSON:
+            cmd = _decode_json(view[header_start:body_start], bytes(view[body_start:end]))
+        else:
+            cmd = _decode_binary(bytes(view[header_start:body_start]), bytes(view[body_start:end]))
+    return cmd, end
+
+
+def decode(frame: bytes | bytearray) -> RemotingCommand:
+    """Decode exactly one complete frame (no bytes missing, none left over)."""
+    result = decode_frame(frame)
+    if result is None:
+        raise RemoteProtocolError(f"incomplete frame ({len(frame)} bytes)")
+    cmd, end = result
+    if end != len(frame):
+        raise RemoteProtocolError(f"{len(frame) - end} bytes after the end of the frame")
+    return cmd
+
+
+def _decode_json(header: memoryview, body: bytes) -> RemotingCommand:
+    try:
+        fields = _loads(str(header, "utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise RemoteProtocolError(f"invalid JSON header: {exc}") from None
+    if type(fields) is not dict:
+        raise RemoteProtocolError("the JSON header is not an object")
+    remark = fields.get("remark")
+    if remark is not None and type(remark) is not str:
+        raise RemoteProtocolError("remark is not a string")
+    return RemotingCommand(
+        code=_json_int(fields, "code"),
+        opaque=_json_int(fields, "opaque"),
+        flag=_json_int(fields, "flag"),
+        remark=remark,
+        ext_fields=_json_ext_fields(fields.get("extFields")),
+        body=body,
+        language=_json_language(fields.get("language")),
+        version=_json_int(fields, "version"),
+        serialize_type=SerializeType.JSON,
+    )
+
+
+def _json_int(fields: dict[str, Any], name: str) -> int:
+    value = fields.get(name, 0)
+    if type(value) is int:
+        return value
+    if value is None:
+        return 0
+    if type(value) is str and value.lstrip("-").isdigit() and value.isascii():
+        return int(value)
+    raise RemoteProtocolError(f"header field {name!r} is not an integer: {value!r:.64}")
+
+
+def _json_language(value: object) -> LanguageCode:
+    if type(value) is str:
+        return _LANG_BY_NAME.get(value, LanguageCode.OTHER)
+    if type(value) is int:
+        return _LANG_BY_CODE.get(value, LanguageCode.OTHER)
+    return LanguageCode.JAVA if value is None else LanguageCode.OTHER
+
+
+def _json_ext_fields(ext: object) -> dict[str, str]:
+    """extFields as str -> str; numbers and booleans (ali-ons) become their Java string forms."""
+    if ext is None:
+        return {}
+    if type(ext) is not dict:
+        raise RemoteProtocolError("extFields is not an object")
+    for value in ext.values():
+        if type(value) is not str:
+            break
+    else:
+        return ext
+    coerced: dict[str, str] = {}
+    for key, value in ext.items():
+        if type(value) is str:
+            coerced[key] = value
+        elif value is True or value is False:
+            coerced[key] = "true" if value else "false"
+        elif type(value) is int or type(value) is float:
+            coerced[key] = str(value)
+        elif value is not None:
+            raise RemoteProtocolError(f"extFields[{key!r}] is neither a string, a number nor a boolean")
+    return coerced
+
+
+def _decode_binary(header: bytes, body: bytes) -> RemotingCommand:
+    if len(header) < _BIN_FIXED_BYTES + 8:
+        raise RemoteProtocolError(f"ROCKETMQ header of {len(header)} bytes is too short")
+    code, language, version, opaque, flag = _BIN_FIXED.unpack_from(header, 0)
+    pos = _BIN_FIXED_BYTES
+    remark_bytes, pos = _binary_chunk(header, pos, 4, "remark")
+    ext_bytes, pos = _binary_chunk(header, pos, 4, "extFields")
+    if pos != len(header):
+        raise RemoteProtocolError(f"{len(header) - pos} stray bytes after the ROCKETMQ header")
+    try:
+        remark = remark_bytes.decode("utf-8") if remark_bytes else None
+        ext_fields = _binary_map(ext_bytes)
+    except UnicodeDecodeError as exc:
+        raise RemoteProtocolError(f"ROCKETMQ header text is not UTF-8: {exc}") from None
+    return RemotingCommand(
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        remark=remark,
+        ext_fields=ext_fields,
+        body=body,
+        language=_LANG_BY_CODE.get(language, LanguageCode.OTHER),
+        version=version,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+def _binary_chunk(data: bytes, pos: int, width: int, what: str) -> tuple[bytes, int]:
+    """A length-prefixed byte string (``width`` = 2 or 4 byte signed length) at ``pos``."""
+    if pos + width > len(data):
+        raise RemoteProtocolError(f"ROCKETMQ header truncated before the {what} length")
+    size = (_SHORT if width == 2 else _INT).unpack_from(data, pos)[0]
+    pos += width
+    if size < 0 or pos + size > len(data):
+        raise RemoteProtocolError(f"ROCKETMQ header {what} length {size} is out of bounds")
+    return data[pos : pos + size], pos + size
+
+
+def _binary_map(data: bytes) -> dict[str, str]:
+    result: dict[str, str] = {}
+    pos = 0
+    while pos < len(data):
+        key, pos = _binary_chunk(data, pos, 2, "extFields key")
+        value, pos = _binary_chunk(data, pos, 4, "extFields value")
+        result[key.decode("utf-8")] = value.decode("utf-8")
+    return result

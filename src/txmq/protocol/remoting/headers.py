@@ -1,0 +1,416 @@
+"""Typed custom headers: the ``extFields`` each request and response carries, as frozen dataclasses.
+
+Every header class maps its snake_case attributes to RocketMQ's camelCase field names (overridable
+per class with ``WIRE_NAMES``, e.g. SEND_MESSAGE_V2's one-letter names). ``to_ext_fields()`` renders
+the Java string forms (``"true"``/``"false"``, decimal integers) and leaves out ``None``;
+``from_ext_fields()`` ignores fields it does not know, and raises ``InvalidHeader`` when a required
+field (an attribute without a default, like Java's ``@CFNotNull``) is missing or a number is not one.
+Booleans parse like Java's ``Boolean.parseBoolean``: only ``"true"`` (any case) is true.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, Self
+
+from txmq.protocol.remoting.codes import RequestCode
+from txmq.protocol.remoting.command import RemotingCommand
+from txmq.protocol.remoting.errors import InvalidHeader
+
+_INT_RE: Final = re.compile(r"[+-]?[0-9]{1,19}")
+_MISSING: Final = dataclasses.MISSING
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    attr: str
+    wire: str
+    kind: type  # int, str or bool
+    required: bool
+
+
+_SPECS: dict[type, tuple[_Spec, ...]] = {}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _specs(cls: type[Header]) -> tuple[_Spec, ...]:
+    """The field table of a header class, built once from its dataclass fields and annotations."""
+    cached = _SPECS.get(cls)
+    if cached is not None:
+        return cached
+    hints = typing.get_type_hints(cls)
+    specs = []
+    for fld in dataclasses.fields(cls):  # type: ignore[arg-type]
+        kind = next(t for t in (bool, int, str) if t in (*typing.get_args(hints[fld.name]), hints[fld.name]))
+        required = fld.default is _MISSING and fld.default_factory is _MISSING
+        specs.append(_Spec(fld.name, cls.WIRE_NAMES.get(fld.name, _camel(fld.name)), kind, required))
+    _SPECS[cls] = result = tuple(specs)
+    return result
+
+
+def _parse(cls: type, spec: _Spec, raw: str) -> Any:
+    if spec.kind is str:
+        return raw
+    if spec.kind is bool:
+        return raw.lower() == "true"
+    if _INT_RE.fullmatch(raw) is None:
+        raise InvalidHeader(f"{cls.__name__}: field {spec.wire!r} is not an integer: {raw[:64]!r}")
+    return int(raw)
+
+
+class Header:
+    """Base of all custom headers (subclasses are frozen dataclasses)."""
+
+    WIRE_NAMES: ClassVar[Mapping[str, str]] = {}
+
+    def to_ext_fields(self) -> dict[str, str]:
+        ext: dict[str, str] = {}
+        for spec in _specs(type(self)):
+            value = getattr(self, spec.attr)
+            if value is None:
+                continue
+            if spec.kind is bool:
+                ext[spec.wire] = "true" if value else "false"
+            elif spec.kind is int:
+                ext[spec.wire] = str(int(value))
+            else:
+                ext[spec.wire] = value
+        return ext
+
+    @classmethod
+    def from_ext_fields(cls, ext: Mapping[str, str]) -> Self:
+        values: dict[str, Any] = {}
+        for spec in _specs(cls):
+            raw = ext.get(spec.wire)
+            if raw is None:
+                if spec.required:
+                    raise InvalidHeader(f"{cls.__name__}: required field {spec.wire!r} is missing")
+                continue
+            values[spec.attr] = _parse(cls, spec, raw)
+        return cls(**values)
+
+    @classmethod
+    def from_command(cls, cmd: RemotingCommand) -> Self:
+        return cls.from_ext_fields(cmd.ext_fields)
+
+
+# ---------------------------------------------------------------------------------------------- producer
+
+
+@dataclass(frozen=True)
+class SendMessageRequestHeader(Header):
+    """SEND_MESSAGE (10) with long names; the C++ client marks batches with ``batch=true``."""
+
+    producer_group: str
+    topic: str
+    default_topic: str
+    default_topic_queue_nums: int
+    queue_id: int
+    sys_flag: int
+    born_timestamp: int
+    flag: int
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool = False
+    batch: bool = False
+    max_reconsume_times: int | None = None
+    broker_name: str | None = None
+
+
+@dataclass(frozen=True)
+class SendMessageRequestHeaderV2(SendMessageRequestHeader):
+    """SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): the same fields under one-letter names."""
+
+    WIRE_NAMES: ClassVar[Mapping[str, str]] = {
+        "producer_group": "a",
+        "topic": "b",
+        "default_topic": "c",
+        "default_topic_queue_nums": "d",
+        "queue_id": "e",
+        "sys_flag": "f",
+        "born_timestamp": "g",
+        "flag": "h",
+        "properties": "i",
+        "reconsume_times": "j",
+        "unit_mode": "k",
+        "max_reconsume_times": "l",
+        "batch": "m",
+        "broker_name": "n",
+    }
+
+
+def parse_send_header(cmd: RemotingCommand) -> SendMessageRequestHeader:
+    """The send header of a 10/310/320 request; ``batch`` is true for code 320 whatever the field says."""
+    if cmd.code == RequestCode.SEND_MESSAGE:
+        return SendMessageRequestHeader.from_ext_fields(cmd.ext_fields)
+    header = SendMessageRequestHeaderV2.from_ext_fields(cmd.ext_fields)
+    if cmd.code == RequestCode.SEND_BATCH_MESSAGE and not header.batch:
+        header = dataclasses.replace(header, batch=True)
+    return header
+
+
+@dataclass(frozen=True)
+class SendMessageResponseHeader(Header):
+    msg_id: str
+    queue_id: int
+    queue_offset: int
+    transaction_id: str | None = None
+    batch_uniq_id: str | None = None
+    recall_handle: str | None = None
+
+
+@dataclass(frozen=True)
+class EndTransactionRequestHeader(Header):
+    """END_TRANSACTION (37); ``commit_or_rollback`` is 0 unknown, 8 commit, 12 rollback."""
+
+    producer_group: str
+    tran_state_table_offset: int
+    commit_log_offset: int
+    commit_or_rollback: int
+    msg_id: str
+    topic: str | None = None
+    from_transaction_check: bool = False
+    transaction_id: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckTransactionStateRequestHeader(Header):
+    """CHECK_TRANSACTION_STATE (39), broker -> producer, oneway; body = the encoded half message."""
+
+    tran_state_table_offset: int
+    commit_log_offset: int
+    topic: str | None = None
+    msg_id: str | None = None
+    transaction_id: str | None = None
+    offset_msg_id: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------- consumer
+
+
+@dataclass(frozen=True)
+class PullMessageRequestHeader(Header):
+    """PULL_MESSAGE (11); ``sys_flag`` bits are codes.PULL_*; long-polls ``suspend_timeout_millis``."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    max_msg_nums: int
+    sys_flag: int
+    commit_offset: int
+    suspend_timeout_millis: int
+    sub_version: int = 0
+    subscription: str | None = None
+    expression_type: str | None = None
+    max_msg_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class PullMessageResponseHeader(Header):
+    suggest_which_broker_id: int
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    offset_delta: int | None = None
+    topic_sys_flag: int | None = None
+    group_sys_flag: int | None = None
+    forbidden_type: int | None = None
+
+
+@dataclass(frozen=True)
+class QueryConsumerOffsetRequestHeader(Header):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    set_zero_if_not_found: bool | None = None
+
+
+@dataclass(frozen=True)
+class QueryConsumerOffsetResponseHeader(Header):
+    offset: int
+
+
+@dataclass(frozen=True)
+class UpdateConsumerOffsetRequestHeader(Header):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    commit_offset: int
+
+
+@dataclass(frozen=True)
+class GetMaxOffsetRequestHeader(Header):
+    topic: str
+    queue_id: int
+    committed: bool | None = None
+
+
+@dataclass(frozen=True)
+class GetMaxOffsetResponseHeader(Header):
+    offset: int
+
+
+@dataclass(frozen=True)
+class GetMinOffsetRequestHeader(Header):
+    topic: str
+    queue_id: int
+
+
+@dataclass(frozen=True)
+class GetMinOffsetResponseHeader(Header):
+    offset: int
+
+
+@dataclass(frozen=True)
+class SearchOffsetRequestHeader(Header):
+    """SEARCH_OFFSET_BY_TIMESTAMP (29)."""
+
+    topic: str
+    queue_id: int
+    timestamp: int
+    boundary_type: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchOffsetResponseHeader(Header):
+    offset: int
+
+
+@dataclass(frozen=True)
+class ConsumerSendMsgBackRequestHeader(Header):
+    """CONSUMER_SEND_MSG_BACK (36): ``offset`` is the commit-log offset of the failed message."""
+
+    offset: int
+    group: str
+    delay_level: int
+    origin_msg_id: str | None = None
+    origin_topic: str | None = None
+    unit_mode: bool = False
+    max_reconsume_times: int | None = None
+
+
+@dataclass(frozen=True)
+class GetConsumerListByGroupRequestHeader(Header):
+    consumer_group: str
+
+
+@dataclass(frozen=True)
+class NotifyConsumerIdsChangedRequestHeader(Header):
+    consumer_group: str
+
+
+@dataclass(frozen=True)
+class UnregisterClientRequestHeader(Header):
+    WIRE_NAMES: ClassVar[Mapping[str, str]] = {"client_id": "clientID"}
+
+    client_id: str
+    producer_group: str | None = None
+    consumer_group: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------- name server
+
+
+@dataclass(frozen=True)
+class GetRouteInfoRequestHeader(Header):
+    topic: str
+    accept_standard_json_only: bool | None = None
+
+
+@dataclass(frozen=True)
+class RegisterBrokerRequestHeader(Header):
+    """REGISTER_BROKER (103); body = RegisterBrokerBody JSON (zlib-compressed when ``compressed``)."""
+
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    ha_server_addr: str
+    broker_id: int
+    heartbeat_timeout_millis: int | None = None
+    enable_acting_master: bool | None = None
+    compressed: bool = False
+    body_crc32: int = 0
+
+
+@dataclass(frozen=True)
+class RegisterBrokerResponseHeader(Header):
+    ha_server_addr: str | None = None
+    master_addr: str | None = None
+
+
+@dataclass(frozen=True)
+class UnregisterBrokerRequestHeader(Header):
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    broker_id: int
+
+
+@dataclass(frozen=True)
+class GetKVConfigRequestHeader(Header):
+    namespace: str
+    key: str
+
+
+@dataclass(frozen=True)
+class GetKVConfigResponseHeader(Header):
+    value: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------- admin
+
+
+@dataclass(frozen=True)
+class CreateTopicRequestHeader(Header):
+    """UPDATE_AND_CREATE_TOPIC (17)."""
+
+    topic: str
+    default_topic: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int | None = None
+    order: bool = False
+    attributes: str | None = None
+
+
+@dataclass(frozen=True)
+class DeleteTopicRequestHeader(Header):
+    """DELETE_TOPIC_IN_BROKER (215) and DELETE_TOPIC_IN_NAMESRV (216)."""
+
+    topic: str
+
+
+@dataclass(frozen=True)
+class QueryMessageRequestHeader(Header):
+    """QUERY_MESSAGE (12): messages by key; the body of the answer is encoded message records."""
+
+    topic: str
+    key: str
+    max_num: int
+    begin_timestamp: int
+    end_timestamp: int
+
+
+@dataclass(frozen=True)
+class QueryMessageResponseHeader(Header):
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+
+@dataclass(frozen=True)
+class ViewMessageRequestHeader(Header):
+    """VIEW_MESSAGE_BY_ID (33): ``offset`` is the commit-log offset decoded from an offset message id."""
+
+    offset: int
+    topic: str | None = None

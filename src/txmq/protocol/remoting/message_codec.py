@@ -1,0 +1,255 @@
+"""RocketMQ's binary message layouts: pull/query/check-back records and SEND_BATCH_MESSAGE bodies.
+
+Message record (``MessageDecoder.encode``; big-endian; records are concatenated in a body)::
+
+     1 int32  TOTALSIZE (includes itself)         9 int64  BORNTIMESTAMP
+     2 int32  MAGICCODE V1 0xDAA320A7 / V2 ..AB  10 4+4    BORNHOST ip, port (16+4 if sysFlag 0x10)
+     3 int32  BODYCRC                            11 int64  STORETIMESTAMP
+     4 int32  QUEUEID                            12 4+4    STOREHOST ip, port (16+4 if sysFlag 0x20)
+     5 int32  FLAG                               13 int32  RECONSUMETIMES
+     6 int64  QUEUEOFFSET                        14 int64  PREPARED TRANSACTION OFFSET
+     7 int64  PHYSICALOFFSET (commit log)        15 int32 + bytes  BODY
+     8 int32  SYSFLAG                            16 int8 (V1) / int16 (V2) + bytes  TOPIC
+                                                 17 int16 + bytes  PROPERTIES (``k\\x01v\\x02``)
+
+We always write V1 with IPv4 hosts, because ali-ons ignores the magic and the IPv6 flags; topics
+longer than 127 bytes (which a V1 signed byte cannot hold) are written as V2. The decoder reads V1,
+V2 and IPv6 hosts, as a Java broker may send them.
+
+Batch body (``MessageDecoder.encodeMessages``), repeated::
+
+    int32 TOTALSIZE, int32 MAGIC (0), int32 BODYCRC (0), int32 FLAG, int32 bodyLen + body,
+    int16 propertiesLen + properties
+
+Decoding problems raise ``InvalidBody``; encoding problems raise ``LocalProtocolError`` (or the
+property errors of ``txmq.common.properties``).
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import socket
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Final
+
+from txmq.common import errors, msgid
+from txmq.common import properties as props
+from txmq.protocol.remoting.errors import InvalidBody, LocalProtocolError
+
+MAGIC_V1: Final = -626843481  # 0xDAA320A7 as a Java int
+MAGIC_V2: Final = -626843477  # 0xDAA320AB
+BORNHOST_V6_FLAG: Final = 0x10
+STOREHOST_V6_FLAG: Final = 0x20
+_V6_FLAGS: Final = BORNHOST_V6_FLAG | STOREHOST_V6_FLAG
+_TOPIC_V1_MAX: Final = 127
+_PROPERTIES_MAX: Final = 0x7FFF  # a Java short
+
+# fields 1-14 with IPv4 hosts, then the body length
+_V4_FIXED = struct.Struct(">iiiiiqqiq4siq4siiqi")
+_HEAD = struct.Struct(">iiiiiqqiq")  # fields 1-9, common to every layout
+_HOST4 = struct.Struct(">4si")
+_HOST6 = struct.Struct(">16si")
+_TAIL = struct.Struct(">iqi")  # 13, 14, body length
+_STAMP = struct.Struct(">q")
+_BATCH_HEAD = struct.Struct(">iiiii")
+_U8 = struct.Struct(">B")
+_U16 = struct.Struct(">H")
+_I32 = struct.Struct(">i")
+
+Host = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class WireMessage:
+    """One stored message as the remoting protocol carries it (transport-neutral, no broker logic)."""
+
+    topic: str
+    body: bytes
+    properties: dict[str, str] = field(default_factory=dict)
+    queue_id: int = 0
+    queue_offset: int = 0
+    commit_log_offset: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: Host = ("127.0.0.1", 0)
+    store_timestamp: int = 0
+    store_host: Host = ("127.0.0.1", 0)
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    flag: int = 0
+    body_crc: int = 0
+    store_size: int = 0  # TOTALSIZE as decoded; ignored when encoding
+
+    @property
+    def offset_msg_id(self) -> str:
+        """The 4.x offset message id: store IP, store port, commit-log offset (32 hex chars)."""
+        return msgid.offset_message_id(self.store_host[0], self.store_host[1], self.commit_log_offset)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMessage:
+    """One entry of a SEND_BATCH_MESSAGE body: only flag, body and properties travel."""
+
+    body: bytes
+    properties: dict[str, str] = field(default_factory=dict)
+    flag: int = 0
+
+
+def body_crc(body: bytes) -> int:
+    """RocketMQ's body CRC (``UtilAll.crc32``): CRC-32 masked to a non-negative Java int."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+@functools.lru_cache(maxsize=256)
+def _ipv4(host: str) -> bytes:
+    try:
+        return socket.inet_aton(host)
+    except OSError:
+        return b"\x00\x00\x00\x00"  # not IPv4: ali-ons can only read 4 bytes
+
+
+# ---------------------------------------------------------------------------------------------- records
+
+
+def encode_message(msg: WireMessage) -> bytes:
+    """One V1 record (V2 only when the topic needs a 2-byte length)."""
+    topic = msg.topic.encode("utf-8")
+    properties = props.encode(msg.properties)
+    if len(properties) > _PROPERTIES_MAX:
+        raise errors.PropertiesTooLarge("properties", len(properties), _PROPERTIES_MAX)
+    if len(topic) <= _TOPIC_V1_MAX:
+        magic, topic_len = MAGIC_V1, _U8.pack(len(topic))
+    elif len(topic) <= 0x7FFF:
+        magic, topic_len = MAGIC_V2, _U16.pack(len(topic))
+    else:
+        raise LocalProtocolError(f"topic of {len(topic)} bytes is too long for a message record")
+    body = msg.body
+    total = _V4_FIXED.size + len(body) + len(topic_len) + len(topic) + 2 + len(properties)
+    try:
+        fixed = _V4_FIXED.pack(
+            total, magic, msg.body_crc, msg.queue_id, msg.flag, msg.queue_offset, msg.commit_log_offset,
+            msg.sys_flag & ~_V6_FLAGS, msg.born_timestamp, _ipv4(msg.born_host[0]), msg.born_host[1],
+            msg.store_timestamp, _ipv4(msg.store_host[0]), msg.store_host[1], msg.reconsume_times,
+            msg.prepared_transaction_offset, len(body),
+        )  # fmt: skip
+    except struct.error as exc:
+        raise LocalProtocolError(f"message field out of range: {exc}") from None
+    return b"".join((fixed, body, topic_len, topic, _U16.pack(len(properties)), properties))
+
+
+def encode_messages(messages: list[WireMessage]) -> bytes:
+    """A PULL_MESSAGE / QUERY_MESSAGE response body: records back to back."""
+    return b"".join([encode_message(m) for m in messages])
+
+
+def decode_messages(data: bytes) -> list[WireMessage]:
+    """Every record in a body; raises ``InvalidBody`` if any is truncated or malformed."""
+    result: list[WireMessage] = []
+    pos = 0
+    while pos < len(data):
+        msg, pos = decode_message(data, pos)
+        result.append(msg)
+    return result
+
+
+def decode_message(data: bytes, pos: int = 0) -> tuple[WireMessage, int]:
+    """The record at ``pos`` and the position after it."""
+    try:
+        return _decode_message(data, pos)
+    except (struct.error, UnicodeDecodeError, errors.InvalidProperty, ValueError) as exc:
+        raise InvalidBody(f"malformed message record at byte {pos}: {exc}") from None
+
+
+def _decode_message(data: bytes, pos: int) -> tuple[WireMessage, int]:
+    start = pos
+    total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts = _HEAD.unpack_from(data, pos)
+    if magic != MAGIC_V1 and magic != MAGIC_V2:
+        raise ValueError(f"unknown magic code {magic:#x}")
+    if total < _V4_FIXED.size or start + total > len(data):
+        raise ValueError(f"total size {total} is out of bounds")
+    pos += _HEAD.size
+    born_host, pos = _host(data, pos, sys_flag & BORNHOST_V6_FLAG)
+    (store_ts,) = _STAMP.unpack_from(data, pos)
+    store_host, pos = _host(data, pos + 8, sys_flag & STOREHOST_V6_FLAG)
+    reconsume, prepared, body_len = _TAIL.unpack_from(data, pos)
+    pos += _TAIL.size
+    if body_len < 0 or pos + body_len > start + total:
+        raise ValueError(f"body length {body_len} is out of bounds")
+    body = data[pos : pos + body_len]
+    pos += body_len
+    if magic == MAGIC_V1:
+        (topic_len,) = _U8.unpack_from(data, pos)
+        pos += 1
+    else:
+        (topic_len,) = _U16.unpack_from(data, pos)
+        pos += 2
+    end = start + total
+    if pos + topic_len + 2 > end:
+        raise ValueError("topic runs past the record")
+    topic = data[pos : pos + topic_len].decode("utf-8")
+    pos += topic_len
+    (props_len,) = _U16.unpack_from(data, pos)
+    pos += 2
+    if pos + props_len > end:
+        raise ValueError("properties run past the record")
+    properties = props.decode(data[pos : pos + props_len]) if props_len else {}
+    msg = WireMessage(
+        topic=topic, body=body, properties=properties, queue_id=queue_id, queue_offset=queue_offset,
+        commit_log_offset=phys, sys_flag=sys_flag, born_timestamp=born_ts, born_host=born_host,
+        store_timestamp=store_ts, store_host=store_host, reconsume_times=reconsume,
+        prepared_transaction_offset=prepared, flag=flag, body_crc=crc, store_size=total,
+    )  # fmt: skip
+    return msg, end
+
+
+def _host(data: bytes, pos: int, v6: int) -> tuple[Host, int]:
+    if v6:
+        raw, port = _HOST6.unpack_from(data, pos)
+        return (str(ipaddress.IPv6Address(raw)), port), pos + _HOST6.size
+    raw, port = _HOST4.unpack_from(data, pos)
+    return (socket.inet_ntoa(raw), port), pos + _HOST4.size
+
+
+# ---------------------------------------------------------------------------------------------- batches
+
+
+def encode_batch(messages: list[BatchMessage]) -> bytes:
+    """A SEND_BATCH_MESSAGE body (what ``MessageDecoder.encodeMessages`` produces)."""
+    parts: list[bytes] = []
+    for msg in messages:
+        properties = props.encode(msg.properties)
+        if len(properties) > _PROPERTIES_MAX:
+            raise errors.PropertiesTooLarge("properties", len(properties), _PROPERTIES_MAX)
+        total = _BATCH_HEAD.size + len(msg.body) + 2 + len(properties)
+        try:
+            head = _BATCH_HEAD.pack(total, 0, 0, msg.flag, len(msg.body))
+        except struct.error as exc:
+            raise LocalProtocolError(f"batch entry field out of range: {exc}") from None
+        parts += (head, msg.body, _U16.pack(len(properties)), properties)
+    return b"".join(parts)
+
+
+def decode_batch(data: bytes) -> list[BatchMessage]:
+    """The entries of a batch body; raises ``InvalidBody`` unless every entry is exactly well-formed."""
+    result: list[BatchMessage] = []
+    pos = 0
+    try:
+        while pos < len(data):
+            total, _magic, _crc, flag, body_len = _BATCH_HEAD.unpack_from(data, pos)
+            body_start = pos + _BATCH_HEAD.size
+            if body_len < 0 or body_start + body_len + 2 > len(data):
+                raise ValueError(f"body length {body_len} is out of bounds")
+            (props_len,) = _U16.unpack_from(data, body_start + body_len)
+            props_start = body_start + body_len + 2
+            end = props_start + props_len
+            if end > len(data) or total != end - pos:
+                raise ValueError(f"total size {total} does not match the entry ({end - pos} bytes)")
+            properties = props.decode(data[props_start:end]) if props_len else {}
+            result.append(BatchMessage(data[body_start : body_start + body_len], properties, flag))
+            pos = end
+    except (struct.error, errors.InvalidProperty, ValueError) as exc:
+        raise InvalidBody(f"malformed batch entry at byte {pos}: {exc}") from None
+    return result
