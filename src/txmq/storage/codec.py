@@ -1,0 +1,249 @@
+"""The CommitLog record layout: pure encode/decode, no I/O.
+
+Every integer is big-endian. The CRC32C covers every byte after the crc field, so a flipped bit in
+the header (sizes, offsets, timestamps) is caught as surely as one in the body::
+
+     0       4       8      12      16      20              28              36      40
+     +-------+-------+-------+-------+-------+---------------+---------------+-------+
+     | magic | total | crc32c| queue | flag  | queue_offset  | physical_off  | sys   |
+     |  u32  |  u32  |  u32  | id i32|  i32  |      i64      |      i64      |flag i32
+     +-------+-------+-------+-------+-------+---------------+---------------+-------+
+    40              48              56              64      68              76
+     +---------------+---------------+---------------+-------+---------------+
+     | born_ts i64   | store_ts i64  | tags_code i64 | recons| prepared_tx   |
+     |               |               |               | i32   | offset i64    |
+     +---------------+---------------+---------------+-------+---------------+
+    76
+     +-----+-------+----+-----------+----+------------+-----+------------+-----+------+
+     |tlen | topic |bhl | born_host |shl | store_host |plen | properties |blen | body |
+     | u16 |       | u8 |           | u8 |            | u16 |            | u32 |      |
+     +-----+-------+----+-----------+----+------------+-----+------------+-----+------+
+     |<---------------------------------- crc32c covers bytes [12, total) ------------>|
+
+A segment that cannot hold the next record ends with a BLANK marker: ``BLANK_MAGIC u32`` and the
+number of bytes left in the segment ``u32`` (8 bytes). If fewer than 8 bytes are left, nothing is
+written and readers skip to the next segment.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Final
+
+import crc32c
+
+from txmq.common import limits
+from txmq.common.errors import CorruptRecord
+from txmq.storage.api import StoredRecord
+
+MAGIC: Final = 0x54584D31  # "TXM1"
+BLANK_MAGIC: Final = 0x54584D30  # "TXM0"
+HEADER: Final = struct.Struct(">IIIiiqqiqqqiq")
+HEADER_BYTES: Final = HEADER.size  # 76
+BLANK: Final = struct.Struct(">II")
+BLANK_BYTES: Final = BLANK.size  # 8
+VAR_FIXED_BYTES: Final = 2 + 1 + 1 + 2 + 4  # the five length fields
+RECORD_BYTES_MIN: Final = HEADER_BYTES + VAR_FIXED_BYTES
+RECORD_BYTES_MAX: Final = limits.record_bytes_max
+_U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
+_PREFIX = struct.Struct(">II")
+
+assert HEADER_BYTES == 76, "the layout diagram above must match the struct"
+assert RECORD_BYTES_MIN < RECORD_BYTES_MAX
+
+
+def encoded_size(topic: bytes, born_host: bytes, store_host: bytes, properties: bytes, body: bytes) -> int:
+    """Bytes one record takes; the writer uses it to decide where the record lands before encoding."""
+    return RECORD_BYTES_MIN + len(topic) + len(born_host) + len(store_host) + len(properties) + len(body)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFields:
+    """What the writer knows about one record before it is encoded."""
+
+    topic: bytes
+    queue_id: int
+    body: bytes
+    properties: bytes
+    tags_code: int
+    flag: int
+    sys_flag: int
+    born_timestamp_ms: int
+    born_host: bytes
+    reconsume_times: int
+    prepared_transaction_offset: int
+
+
+def encode_into(
+    buf: bytearray,
+    pos: int,
+    fields: RecordFields,
+    *,
+    store_host: bytes,
+    queue_offset: int,
+    physical_offset: int,
+    store_timestamp_ms: int,
+) -> int:
+    """Encode one record at ``buf[pos:]`` (which must be large enough); returns its size."""
+    f = fields
+    size = encoded_size(f.topic, f.born_host, store_host, f.properties, f.body)
+    HEADER.pack_into(
+        buf, pos, MAGIC, size, 0, f.queue_id, f.flag, queue_offset, physical_offset, f.sys_flag,
+        f.born_timestamp_ms, store_timestamp_ms, f.tags_code, f.reconsume_times,
+        f.prepared_transaction_offset,
+    )  # fmt: skip
+    p = pos + HEADER_BYTES
+    for part, width in ((f.topic, 2), (f.born_host, 1), (store_host, 1), (f.properties, 2), (f.body, 4)):
+        buf[p : p + width] = len(part).to_bytes(width, "big")
+        p += width
+        buf[p : p + len(part)] = part
+        p += len(part)
+    assert p - pos == size, "encoded size must match encoded_size()"
+    _U32.pack_into(buf, pos + 8, crc32c.crc32c(memoryview(buf)[pos + 12 : pos + size]))
+    return size
+
+
+def encode(fields: RecordFields, *, store_host: bytes, queue_offset: int, physical_offset: int,
+           store_timestamp_ms: int) -> bytes:  # fmt: skip
+    """Encode one record into fresh bytes (tests and tools; the writer uses :func:`encode_into`)."""
+    size = encoded_size(fields.topic, fields.born_host, store_host, fields.properties, fields.body)
+    buf = bytearray(size)
+    encode_into(buf, 0, fields, store_host=store_host, queue_offset=queue_offset,
+                physical_offset=physical_offset, store_timestamp_ms=store_timestamp_ms)  # fmt: skip
+    return bytes(buf)
+
+
+def encode_blank(bytes_left: int) -> bytes:
+    return BLANK.pack(BLANK_MAGIC, bytes_left)
+
+
+@dataclass(frozen=True, slots=True)
+class Blank:
+    """An end-of-segment marker; ``bytes_left`` counts itself and the unused space after it."""
+
+    bytes_left: int
+
+
+class NeedMore:
+    """Not enough bytes yet for a whole record."""
+
+    def __repr__(self) -> str:
+        return "NEED_MORE"
+
+
+NEED_MORE: Final = NeedMore()
+
+
+def frame_size(buf: bytes | bytearray | memoryview, pos: int, offset: int) -> int | Blank | NeedMore:
+    """Check the 8-byte prefix at ``buf[pos:]``: the record's declared size, a Blank, or NEED_MORE.
+
+    ``offset`` is the log offset of ``buf[pos]``, used only in error messages.
+    """
+    if len(buf) - pos < _PREFIX.size:
+        return NEED_MORE
+    magic, size = _PREFIX.unpack_from(buf, pos)
+    if magic == BLANK_MAGIC:
+        return Blank(size)
+    if magic != MAGIC:
+        raise CorruptRecord(f"bad magic 0x{magic:08x} at offset {offset}", offset=offset)
+    if not RECORD_BYTES_MIN <= size <= RECORD_BYTES_MAX:
+        raise CorruptRecord(f"record size {size} out of bounds at offset {offset}", offset=offset)
+    return int(size)
+
+
+def decode(buf: bytes | bytearray | memoryview, pos: int = 0, *, offset: int | None = None) -> StoredRecord:
+    """Decode and verify the whole record at ``buf[pos:]``.
+
+    ``offset`` is where the record sits in the log (defaults to the offset stored in it); a record
+    whose stored physical offset differs is rejected (a misdirected write).
+    Raises CorruptRecord (wrong magic, size out of bounds or beyond the buffer, CRC mismatch,
+    inconsistent inner lengths).
+    """
+    where = pos if offset is None else offset
+    size = frame_size(buf, pos, where)
+    if isinstance(size, Blank):
+        raise CorruptRecord(f"end-of-segment marker where a record was expected at {where}", offset=where)
+    if isinstance(size, NeedMore) or len(buf) - pos < size:
+        raise CorruptRecord(f"record at offset {where} is cut short", offset=where)
+    view = memoryview(buf)[pos : pos + size]
+    (stored_crc,) = _U32.unpack_from(view, 8)
+    if crc32c.crc32c(view[12:]) != stored_crc:
+        raise CorruptRecord(f"CRC mismatch in record at offset {where}", offset=where)
+    return _decode_verified(view, size, where, offset)
+
+
+def _decode_verified(view: memoryview, size: int, where: int, offset: int | None) -> StoredRecord:
+    (_, _, _, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts, store_ts, tags_code,
+     reconsume, prepared) = HEADER.unpack_from(view, 0)  # fmt: skip
+    if offset is not None and physical_offset != offset:
+        raise CorruptRecord(
+            f"record at offset {offset} says it belongs at {physical_offset} (misdirected write)",
+            offset=offset,
+        )
+    parts: list[bytes] = []
+    p = HEADER_BYTES
+    for width in (2, 1, 1, 2, 4):
+        if p + width > size:
+            raise CorruptRecord(f"inner lengths overrun the record at offset {where}", offset=where)
+        length = int.from_bytes(view[p : p + width], "big")
+        p += width
+        if p + length > size:
+            raise CorruptRecord(f"inner lengths overrun the record at offset {where}", offset=where)
+        parts.append(bytes(view[p : p + length]))
+        p += length
+    if p != size:
+        raise CorruptRecord(f"inner lengths do not add up to the size at offset {where}", offset=where)
+    topic, born_host, store_host, properties, body = parts
+    try:
+        topic_text, born_text, store_text = topic.decode(), born_host.decode(), store_host.decode()
+    except UnicodeDecodeError:
+        raise CorruptRecord(f"topic or host is not UTF-8 at offset {where}", offset=where) from None
+    return StoredRecord(
+        physical_offset=physical_offset, size=size, topic=topic_text, queue_id=queue_id,
+        queue_offset=queue_offset, body=body, properties=properties, tags_code=tags_code, flag=flag,
+        sys_flag=sys_flag, born_timestamp_ms=born_ts, born_host=born_text, store_timestamp_ms=store_ts,
+        store_host=store_text, reconsume_times=reconsume, prepared_transaction_offset=prepared,
+    )  # fmt: skip
+
+
+class RecordReader:
+    """Incremental decoder: ``feed`` bytes in any chunking, then ``next()`` until NEED_MORE.
+
+    ``next()`` returns a verified StoredRecord, a Blank (the reader then expects nothing more: a
+    segment's data ends there), or NEED_MORE. It raises CorruptRecord on bad input; bytes after the
+    last complete record stay buffered (``pending``).
+    """
+
+    def __init__(self, start_offset: int = 0, *, check_offsets: bool = True) -> None:
+        self._buf = bytearray()
+        self._offset = start_offset
+        self._check = check_offsets
+
+    @property
+    def offset(self) -> int:
+        """Log offset of the next byte to decode."""
+        return self._offset
+
+    @property
+    def pending(self) -> bytes:
+        return bytes(self._buf)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        self._buf += data
+
+    def next(self) -> StoredRecord | Blank | NeedMore:
+        size = frame_size(self._buf, 0, self._offset)
+        if isinstance(size, NeedMore):
+            return size
+        if isinstance(size, Blank):
+            del self._buf[:BLANK_BYTES]
+            self._offset += size.bytes_left
+            return size
+        if len(self._buf) < size:
+            return NEED_MORE
+        record = decode(self._buf, 0, offset=self._offset if self._check else None)
+        del self._buf[:size]
+        self._offset += size
+        return record

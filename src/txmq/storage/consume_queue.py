@@ -1,0 +1,260 @@
+"""ConsumeQueues: per (topic, queue id) files of fixed 20-byte units derived from the CommitLog.
+
+One unit (big-endian)::
+
+    +---------------------------+----------+---------------------------+
+    | commit-log offset  i64    | size i32 | tags code  i64            |
+    +---------------------------+----------+---------------------------+
+    0                           8          12                          20
+
+Files live in ``consumequeue/<topic>/<queue id>/`` and are named by the 20-digit queue offset of
+their first unit; a file holds ``units_per_file`` units. ``put`` is idempotent (a unit whose log
+offset is not beyond the last one is skipped), so recovery may replay the log over a queue.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from txmq.common.errors import CorruptRecord
+from txmq.common.invariant import invariant
+from txmq.storage.api import QueueUnit
+from txmq.storage.fs import FileHandle, FileSystem
+from txmq.storage.segment import parse_segment_name, segment_name
+
+UNIT = struct.Struct(">qiq")
+UNIT_BYTES = UNIT.size
+assert UNIT_BYTES == 20
+
+
+@dataclass(slots=True)
+class _File:
+    base: int  # queue offset of the first unit
+    path: str
+    handle: FileHandle
+
+    @property
+    def count(self) -> int:
+        return self.handle.size() // UNIT_BYTES
+
+
+class ConsumeQueue:
+    def __init__(self, fs: FileSystem, directory: str, units_per_file: int) -> None:
+        self.fs = fs
+        self.directory = directory
+        self.units_per_file = units_per_file
+        self.files: list[_File] = []
+        self.min_offset = 0  # first readable queue offset (moves up with retention)
+        self.max_physical_offset = -1  # log offset of the last unit, -1 when empty
+        self._pending = bytearray()
+        self._dirty: set[str] = set()
+
+    # -- loading and recovery
+    def load(self) -> None:
+        for name in self.fs.list_dir(self.directory):
+            base = parse_segment_name(name)
+            if base is not None:
+                path = posixpath.join(self.directory, name)
+                self.files.append(_File(base, path, self.fs.open(path)))
+        self.files.sort(key=lambda f: f.base)
+        if self.files:
+            last = self.files[-1].handle
+            if last.size() % UNIT_BYTES:
+                last.truncate(last.size() - last.size() % UNIT_BYTES)  # a torn unit at the tail
+            self.min_offset = self.files[0].base
+        self._refresh_max_physical()
+
+    @property
+    def max_offset(self) -> int:
+        """The next queue offset (one past the last unit)."""
+        if not self.files:
+            return self.min_offset
+        return self.files[-1].base + self.files[-1].count + len(self._pending) // UNIT_BYTES
+
+    def _refresh_max_physical(self) -> None:
+        while self.files and self.files[-1].count == 0 and len(self.files) > 1:
+            self._drop_last_file()
+        if self.files and self.files[-1].count:
+            last = self.files[-1]
+            self.max_physical_offset = UNIT.unpack(last.handle.read_at((last.count - 1) * UNIT_BYTES, 20))[0]
+        else:
+            self.max_physical_offset = -1
+
+    def _drop_last_file(self) -> None:
+        dropped = self.files.pop()
+        dropped.handle.close()
+        self.fs.remove(dropped.path)
+
+    def truncate_from_physical(self, physical_offset: int) -> int:
+        """Drop every unit whose log offset is >= ``physical_offset``; returns units dropped."""
+        invariant(not self._pending, "truncate only with nothing buffered")
+        dropped = 0
+        while self.files and self.max_physical_offset >= physical_offset:
+            last = self.files[-1]
+            keep = self._first_unit_at_or_after(last, physical_offset)
+            dropped += last.count - keep
+            if keep == 0 and len(self.files) > 1:
+                self._drop_last_file()
+            else:
+                last.handle.truncate(keep * UNIT_BYTES)
+                self._dirty.add(last.path)
+            self._refresh_max_physical()
+        self.min_offset = min(self.min_offset, self.max_offset)
+        return dropped
+
+    def _first_unit_at_or_after(self, file: _File, physical_offset: int) -> int:
+        low, high = 0, file.count
+        while low < high:
+            mid = (low + high) // 2
+            if self._unit_physical(file, mid) < physical_offset:
+                low = mid + 1
+            else:
+                high = mid
+        return low
+
+    @staticmethod
+    def _unit_physical(file: _File, index: int) -> int:
+        return int(UNIT.unpack(file.handle.read_at(index * UNIT_BYTES, UNIT_BYTES))[0])
+
+    # -- writing
+    def put(self, queue_offset: int, physical_offset: int, size: int, tags_code: int) -> bool:
+        """Buffer one unit; False if already present (idempotent replay). Call write() after."""
+        if physical_offset <= self.max_physical_offset:
+            return False
+        expected = self.max_offset
+        if not self.files and not self._pending and queue_offset != expected:
+            self.min_offset = queue_offset  # the queue starts later (older units were retired)
+        elif queue_offset != expected:
+            raise CorruptRecord(
+                f"{self.directory}: record at log offset {physical_offset} has queue offset "
+                f"{queue_offset}, expected {expected} (ConsumeQueue out of step with the log)",
+                offset=physical_offset,
+            )
+        if not self.files and not self._pending:
+            self._new_file(queue_offset)
+        self._pending += UNIT.pack(physical_offset, size, tags_code)
+        self.max_physical_offset = physical_offset
+        return True
+
+    def _new_file(self, base: int) -> None:
+        self.fs.makedirs(self.directory)
+        path = posixpath.join(self.directory, segment_name(base))
+        self.files.append(_File(base, path, self.fs.open(path)))
+        self.fs.sync_dir(self.directory)
+
+    def write(self) -> None:
+        """Write buffered units, rolling files as they fill."""
+        data = memoryview(bytes(self._pending))
+        self._pending.clear()
+        while data:
+            last = self.files[-1]
+            room = (self.units_per_file - last.count) * UNIT_BYTES
+            if room == 0:
+                self._new_file(last.base + last.count)
+                continue
+            last.handle.append(data[:room])
+            self._dirty.add(last.path)
+            data = data[room:]
+
+    def sync(self) -> None:
+        for file in self.files:
+            if file.path in self._dirty:
+                file.handle.sync()
+        self._dirty.clear()
+
+    # -- reading
+    def units(self, queue_offset: int, max_count: int) -> list[QueueUnit]:
+        invariant(not self._pending, "read only with nothing buffered")
+        result: list[QueueUnit] = []
+        offset = max(queue_offset, self.min_offset)
+        for file in self._files_from(offset):
+            index = offset - file.base
+            count = min(file.count - index, max_count - len(result))
+            if count <= 0:
+                break
+            data = file.handle.read_at(index * UNIT_BYTES, count * UNIT_BYTES)
+            for i, (phys, size, tags) in enumerate(UNIT.iter_unpack(data)):
+                result.append(QueueUnit(offset + i, phys, size, tags))
+            offset += count
+        return result
+
+    def _files_from(self, queue_offset: int) -> list[_File]:
+        for i, file in enumerate(self.files):
+            if queue_offset < file.base + file.count:
+                return self.files[i:]
+        return []
+
+    def offset_by_time(self, timestamp_ms: int, store_ms_of: Callable[[int], int]) -> int:
+        """First queue offset whose record's store time is >= ``timestamp_ms`` (max offset if none)."""
+        low, high = self.min_offset, self.max_offset
+        while low < high:
+            mid = (low + high) // 2
+            unit = self.units(mid, 1)[0]
+            if store_ms_of(unit.physical_offset) < timestamp_ms:
+                low = mid + 1
+            else:
+                high = mid
+        return low
+
+    def retire_below(self, log_min_offset: int) -> None:
+        """Advance min_offset past units whose records were deleted; remove fully retired files."""
+        while len(self.files) > 1 and self._unit_physical(self.files[1], 0) <= log_min_offset:
+            first = self.files.pop(0)
+            first.handle.close()
+            self.fs.remove(first.path)
+        low, high = max(self.min_offset, self.files[0].base if self.files else 0), self.max_offset
+        while low < high:
+            mid = (low + high) // 2
+            if self.units(mid, 1)[0].physical_offset < log_min_offset:
+                low = mid + 1
+            else:
+                high = mid
+        self.min_offset = low
+
+    def close(self) -> None:
+        for file in self.files:
+            file.handle.close()
+
+
+class ConsumeQueueSet:
+    """Every ConsumeQueue under ``<data_dir>/consumequeue``, created on first put."""
+
+    def __init__(self, fs: FileSystem, directory: str, units_per_file: int) -> None:
+        self.fs = fs
+        self.directory = directory
+        self.units_per_file = units_per_file
+        self.queues: dict[tuple[str, int], ConsumeQueue] = {}
+
+    def load(self) -> None:
+        self.fs.makedirs(self.directory)
+        for topic in self.fs.list_dir(self.directory):
+            topic_dir = posixpath.join(self.directory, topic)
+            for queue_name in self.fs.list_dir(topic_dir):
+                if queue_name.isdigit():
+                    queue = self._make(topic, int(queue_name))
+                    queue.load()
+
+    def _make(self, topic: str, queue_id: int) -> ConsumeQueue:
+        queue = ConsumeQueue(
+            self.fs, posixpath.join(self.directory, topic, str(queue_id)), self.units_per_file
+        )
+        self.queues[(topic, queue_id)] = queue
+        return queue
+
+    def get(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.queues.get((topic, queue_id))
+
+    def get_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
+        queue = self.queues.get((topic, queue_id))
+        return queue if queue is not None else self._make(topic, queue_id)
+
+    def sync(self) -> None:
+        for queue in self.queues.values():
+            queue.sync()
+
+    def close(self) -> None:
+        for queue in self.queues.values():
+            queue.close()

@@ -1,0 +1,52 @@
+"""The dispatcher: feeds appended records to the ConsumeQueues and the key index, then tells
+arrival listeners. It works from the in-memory entries the CommitLog queued at append (and that
+recovery queued from the file), never past ``limit``: in SYNC mode the store passes the flushed
+offset, so no consumer is ever served a record that is not durable.
+"""
+
+from __future__ import annotations
+
+from txmq.common.errors import StoreFenced
+from txmq.storage.api import ArrivalListener
+from txmq.storage.commitlog import CommitLog
+from txmq.storage.consume_queue import ConsumeQueue, ConsumeQueueSet
+from txmq.storage.index import KeyIndex
+
+
+class Dispatcher:
+    def __init__(
+        self, log: CommitLog, queues: ConsumeQueueSet, index: KeyIndex, dispatched_offset: int
+    ) -> None:
+        self.log = log
+        self.queues = queues
+        self.index = index
+        self.dispatched_offset = dispatched_offset  # end of the last dispatched record
+        self.listeners: list[ArrivalListener] = []
+
+    def run_once(self, limit: int) -> int:
+        """Dispatch every queued record that ends at or before ``limit``; returns how many."""
+        pending = self.log.pending
+        touched: dict[tuple[str, int], ConsumeQueue] = {}
+        count = 0
+        while pending and pending[0].physical_offset + pending[0].size <= limit:
+            entry = pending.popleft()
+            key = (entry.topic, entry.queue_id)
+            queue = touched.get(key) or self.queues.get_or_create(entry.topic, entry.queue_id)
+            if queue.put(entry.queue_offset, entry.physical_offset, entry.size, entry.tags_code):
+                touched[key] = queue
+            self.index.add(entry.topic, entry.properties, entry.physical_offset, entry.store_ms)
+            count += 1
+        if count == 0:
+            return 0
+        try:
+            for queue in touched.values():
+                queue.write()
+            self.index.write()
+        except OSError as exc:
+            self.log.fence(f"writing a ConsumeQueue or the index failed: {exc}")
+            raise StoreFenced(f"the store is read-only until restarted: {self.log.fence_reason}") from exc
+        self.dispatched_offset = entry.physical_offset + entry.size
+        for (topic, queue_id), queue in touched.items():
+            for listener in self.listeners:
+                listener(topic, queue_id, queue.max_offset)
+        return count

@@ -1,0 +1,416 @@
+"""MessageStore: the facade the broker uses. Wiring and edge validation only; the work is in
+commitlog (append/read), flush (group commit), dispatch (ConsumeQueues + index), recovery and
+checkpoint.
+
+Background work runs in tasks started by :meth:`MessageStore.start`; tests may instead step the
+store with :meth:`flush`, :meth:`run_once` and :meth:`checkpoint` (no sleeps, no tasks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import posixpath
+from collections.abc import Awaitable, Generator, Sequence
+from typing import Any
+
+from txmq.common import limits, names
+from txmq.common.clock import Clock, SystemClock
+from txmq.common.errors import (
+    InvalidArgument,
+    InvalidOffset,
+    InvalidProperty,
+    MessageTooLarge,
+    PayloadTooLarge,
+    PropertiesTooLarge,
+    StoreFenced,
+)
+from txmq.storage import codec
+from txmq.storage.api import (
+    AppendResult,
+    ArrivalListener,
+    FlushMode,
+    IndexKeysFn,
+    PutRequest,
+    QueueRead,
+    QueueUnit,
+    ReadStatus,
+    RecoveryReport,
+    StoreConfig,
+    StoredRecord,
+)
+from txmq.storage.checkpoint import Checkpoint, save_checkpoint
+from txmq.storage.commitlog import CommitLog
+from txmq.storage.consume_queue import ConsumeQueueSet
+from txmq.storage.dispatch import Dispatcher
+from txmq.storage.flush import DONE, GroupCommit
+from txmq.storage.fs import FileSystem, OsFileSystem
+from txmq.storage.index import KeyIndex, no_keys
+from txmq.storage.recovery import recover
+from txmq.storage.segment import SegmentList, scan_segment
+
+_I32 = 1 << 31
+_I64 = 1 << 63
+
+
+class _DurableLater:
+    """Awaitable for an append made without a running loop: registers its waiter when awaited."""
+
+    __slots__ = ("_commit", "_end")
+
+    def __init__(self, commit: GroupCommit, end: int) -> None:
+        self._commit = commit
+        self._end = end
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield from self._commit.waiter(self._end).__await__()
+
+
+class MessageStore:
+    def __init__(self, config: StoreConfig, clock: Clock, fs: FileSystem, log: CommitLog,
+                 queues: ConsumeQueueSet, index: KeyIndex, report: RecoveryReport) -> None:  # fmt: skip
+        self.config = config
+        self.clock = clock
+        self.fs = fs
+        self.recovery_report = report
+        self._log = log
+        self._queues = queues
+        self._index = index
+        self._commit = GroupCommit(log, log.write_offset)
+        self._dispatcher = Dispatcher(log, queues, index, report.scanned_from)
+        self._sync = config.flush_mode is FlushMode.SYNC
+        self._tasks: list[asyncio.Task[None]] = []
+        self._dispatch_wake = asyncio.Event()
+        self._closed = False
+
+    # ------------------------------------------------------------------------------------ lifecycle
+    @classmethod
+    def open(cls, config: StoreConfig, *, clock: Clock | None = None, fs: FileSystem | None = None,
+             index_keys: IndexKeysFn | None = None) -> MessageStore:  # fmt: skip
+        """Open (and recover) the store in ``config.data_dir``; ``recovery_report`` says what was done."""
+        _validate_config(config)
+        fs = fs if fs is not None else OsFileSystem()
+        clock = clock if clock is not None else SystemClock()
+        fs.makedirs(config.data_dir)
+        segments = SegmentList(fs, posixpath.join(config.data_dir, "commitlog"), config.segment_bytes)
+        log = CommitLog(segments, clock, config.store_host.encode())
+        queues = ConsumeQueueSet(
+            fs, posixpath.join(config.data_dir, "consumequeue"), config.consume_queue_units_per_file
+        )
+        index = KeyIndex(fs, posixpath.join(config.data_dir, "index"), index_keys or no_keys)
+        try:
+            report = recover(fs, config.data_dir, log, queues, index, clock)
+        except BaseException:
+            segments.close()
+            queues.close()
+            index.close()
+            raise
+        store = cls(config, clock, fs, log, queues, index, report)
+        store._dispatcher.run_once(log.write_offset)
+        for queue in queues.queues.values():
+            queue.retire_below(segments.min_offset())  # retention may have run before the restart
+        store.checkpoint()
+        return store
+
+    async def start(self) -> None:
+        """Start the flusher, dispatcher and checkpoint tasks on the running loop."""
+        if self._tasks:
+            return
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._flush_loop(), name="txmq-store-flush"))
+        self._tasks.append(loop.create_task(self._checkpoint_loop(), name="txmq-store-checkpoint"))
+        if not self._sync:
+            self._tasks.append(loop.create_task(self._dispatch_loop(), name="txmq-store-dispatch"))
+
+    async def close(self) -> None:
+        """Stop the tasks, flush, checkpoint and close every file."""
+        if self._closed:
+            return
+        self._closed = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        if self._log.fence_reason is None:
+            self.flush()
+            self.checkpoint()
+        self._commit.fail_all_if_fenced()
+        self._log.segments.close()
+        self._queues.close()
+        self._index.close()
+
+    async def _flush_loop(self) -> None:
+        wake = self._commit.wake
+        interval_s = self.config.flush_interval_ms / 1000
+        while True:
+            if self._sync:
+                await wake.wait()
+                wake.clear()
+            else:
+                await asyncio.sleep(interval_s)
+            try:
+                await self._commit.flush_async()
+                self.run_once()
+            except StoreFenced:
+                await asyncio.Event().wait()  # fenced: nothing more to flush until restart
+
+    async def _dispatch_loop(self) -> None:
+        while True:
+            await self._dispatch_wake.wait()
+            self._dispatch_wake.clear()
+            try:
+                self.run_once()
+            except StoreFenced:
+                return
+
+    async def _checkpoint_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.checkpoint_interval_ms / 1000)
+            if self._log.fence_reason is not None:
+                return
+            self.checkpoint()
+
+    # ---------------------------------------------------------------------------------- stepping
+    def run_once(self) -> int:
+        """Dispatch what is visible (flushed in SYNC mode, written in ASYNC mode); returns records."""
+        return self._dispatcher.run_once(self._visible_limit())
+
+    def flush(self) -> None:
+        """Synchronous group commit and dispatch (tests, close)."""
+        self._commit.flush_now()
+        self.run_once()
+
+    def checkpoint(self) -> None:
+        """Make ConsumeQueues and the index durable, then record how far they go."""
+        if self._log.fence_reason is not None:
+            return
+        flushed = self._commit.flushed_offset
+        dispatched = min(self._dispatcher.dispatched_offset, flushed)
+        self._queues.sync()
+        self._index.sync()
+        save_checkpoint(self.fs, self.config.data_dir, Checkpoint(dispatched, flushed, self.clock.now_ms()))
+
+    def _visible_limit(self) -> int:
+        return self._commit.flushed_offset if self._sync else self._log.write_offset
+
+    # ----------------------------------------------------------------------------------- writing
+    def put_nowait(self, req: PutRequest) -> tuple[AppendResult, Awaitable[None]]:
+        """Append now; the awaitable completes when the record is durable per the flush mode."""
+        (result,) = self._log.append([_validate(req)])
+        return result, self._durable(result.physical_offset + result.size)
+
+    async def put(self, req: PutRequest) -> AppendResult:
+        result, durable = self.put_nowait(req)
+        await durable
+        return result
+
+    async def put_batch(self, reqs: Sequence[PutRequest]) -> list[AppendResult]:
+        """Append every request or none (one write), acknowledged together."""
+        if not reqs:
+            raise InvalidArgument("a batch needs at least one message")
+        batch = [_validate(r) for r in reqs]
+        if len(reqs) > limits.batch_count_max:
+            raise PayloadTooLarge("batch message count", len(reqs), limits.batch_count_max)
+        body_bytes = sum(len(r.body) for r in reqs)
+        if body_bytes > limits.batch_bytes_max:
+            raise PayloadTooLarge("batch", body_bytes, limits.batch_bytes_max)
+        results = self._log.append(batch)
+        last = results[-1]
+        await self._durable(last.physical_offset + last.size)
+        return results
+
+    def _durable(self, end_offset: int) -> Awaitable[None]:
+        if not self._sync:
+            self._dispatch_wake.set()
+            return DONE
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return _DurableLater(self._commit, end_offset)
+        return self._commit.waiter(end_offset)
+
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        self._dispatcher.listeners.append(listener)
+
+    # ----------------------------------------------------------------------------------- reading
+    def read(self, physical_offset: int) -> StoredRecord:
+        return self._log.read(physical_offset, self._visible_limit())
+
+    def read_queue(self, topic: str, queue_id: int, queue_offset: int, max_count: int,
+                   max_bytes: int = limits.pull_bytes_max) -> QueueRead:  # fmt: skip
+        _check_queue_args(queue_id, queue_offset, max_count)
+        queue = self._queues.get(topic, queue_id)
+        if queue is None:
+            return QueueRead(ReadStatus.NO_QUEUE, [], 0, 0, 0)
+        low, high = queue.min_offset, queue.max_offset
+        status = _position_status(queue_offset, low, high)
+        if status is not None:
+            next_offset = low if status is ReadStatus.OFFSET_TOO_SMALL else high
+            return QueueRead(status, [], next_offset, low, high)
+        records: list[StoredRecord] = []
+        total = 0
+        for unit in queue.units(queue_offset, min(max_count, limits.pull_batch_max)):
+            if records and total + unit.size > max_bytes:
+                break
+            records.append(self._log.read(unit.physical_offset, self._visible_limit()))
+            total += unit.size
+        return QueueRead(ReadStatus.FOUND, records, queue_offset + len(records), low, high)
+
+    def queue_units(self, topic: str, queue_id: int, queue_offset: int, max_count: int) -> list[QueueUnit]:
+        _check_queue_args(queue_id, queue_offset, max_count)
+        queue = self._queues.get(topic, queue_id)
+        return [] if queue is None else queue.units(queue_offset, min(max_count, limits.pull_batch_max))
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        queue = self._queues.get(topic, queue_id)
+        return 0 if queue is None else queue.min_offset
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        queue = self._queues.get(topic, queue_id)
+        return 0 if queue is None else queue.max_offset
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        queue = self._queues.get(topic, queue_id)
+        return 0 if queue is None else queue.offset_by_time(timestamp_ms, self._log.store_ms_at)
+
+    def query_by_key(
+        self, key: str, max_count: int, begin_ms: int = 0, end_ms: int = _I64 - 1
+    ) -> list[StoredRecord]:
+        """Records whose keys (per the IndexKeysFn) include ``key``, newest first, at most max_count."""
+        if max_count <= 0:
+            raise InvalidArgument(f"max_count must be positive, got {max_count}")
+        max_count = min(max_count, limits.pull_batch_max)
+        limit = self._visible_limit()
+        found: list[StoredRecord] = []
+        for offset in self._index.lookup(key, max_count, begin_ms, end_ms, self._log.segments.min_offset()):
+            if offset >= limit:
+                continue
+            record = self._log.read(offset, limit)
+            if key in self._index.keys_fn(record.topic, record.properties):
+                found.append(record)
+        return found
+
+    def queues(self) -> dict[str, list[int]]:
+        result: dict[str, list[int]] = {}
+        for topic, queue_id in sorted(self._queues.queues):
+            result.setdefault(topic, []).append(queue_id)
+        return result
+
+    # ---------------------------------------------------------------------------------- retention
+    def delete_expired(self, now_ms: int) -> int:
+        """Delete segments whose newest record is older than retention_ms; never the active one,
+        never one not yet flushed and dispatched. Returns how many were removed."""
+        segments = self._log.segments
+        safe_end = min(self._dispatcher.dispatched_offset, self._commit.flushed_offset)
+        removed = 0
+        while len(segments.segments) > 1:
+            first = segments.segments[0]
+            if first.base + segments.segment_bytes > safe_end:
+                break
+            if now_ms - self._newest_store_ms(first.base) < self.config.retention_ms:
+                break
+            segments.remove_first()
+            removed += 1
+        if removed:
+            log_min = segments.min_offset()
+            for queue in self._queues.queues.values():
+                queue.retire_below(log_min)
+            self._index.retire_below(log_min)
+        return removed
+
+    def _newest_store_ms(self, base: int) -> int:
+        segment = self._log.segments.segments[0]
+        if segment.last_store_ms < 0:
+            for item in scan_segment(segment, base, self._log.segment_bytes):
+                if isinstance(item, StoredRecord):
+                    segment.last_store_ms = max(segment.last_store_ms, item.store_timestamp_ms)
+        return segment.last_store_ms
+
+    # -------------------------------------------------------------------------------- properties
+    @property
+    def flushed_offset(self) -> int:
+        return self._commit.flushed_offset
+
+    @property
+    def dispatched_offset(self) -> int:
+        return self._dispatcher.dispatched_offset
+
+    @property
+    def max_physical_offset(self) -> int:
+        return self._log.write_offset
+
+    @property
+    def min_physical_offset(self) -> int:
+        return self._log.segments.min_offset()
+
+    @property
+    def fenced(self) -> bool:
+        return self._log.fence_reason is not None
+
+    @property
+    def fence_reason(self) -> str | None:
+        return self._log.fence_reason
+
+
+def _validate_config(config: StoreConfig) -> None:
+    if config.segment_bytes < limits.segment_bytes_min:
+        raise InvalidArgument(f"segment_bytes {config.segment_bytes} is below {limits.segment_bytes_min}")
+    if config.consume_queue_units_per_file <= 0 or config.flush_interval_ms <= 0:
+        raise InvalidArgument("consume_queue_units_per_file and flush_interval_ms must be positive")
+    if len(config.store_host.encode()) > 255:
+        raise InvalidArgument("store_host is longer than 255 bytes")
+
+
+def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:
+    """Reject bad input with a specific error before anything is written."""
+    names.validate_topic(req.topic, allow_system=True)
+    if not 0 <= req.queue_id < limits.queues_per_topic_max:
+        raise InvalidArgument(f"queue id {req.queue_id} is outside [0, {limits.queues_per_topic_max})")
+    if len(req.body) > limits.body_bytes_max:
+        raise MessageTooLarge("message body", len(req.body), limits.body_bytes_max)
+    if len(req.properties) > limits.properties_bytes_max:
+        raise PropertiesTooLarge("properties", len(req.properties), limits.properties_bytes_max)
+    try:
+        req.properties.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidProperty(f"properties are not valid UTF-8: {exc}") from None
+    born_host = req.born_host.encode()
+    if len(born_host) > 255:
+        raise InvalidArgument(f"born_host is {len(born_host)} bytes, over 255")
+    checks = (
+        ("flag", req.flag, _I32),
+        ("sys_flag", req.sys_flag, _I32),
+        ("reconsume_times", req.reconsume_times, _I32),
+        ("tags_code", req.tags_code, _I64),
+        ("born_timestamp_ms", req.born_timestamp_ms, _I64),
+        ("prepared_transaction_offset", req.prepared_transaction_offset, _I64),
+    )
+    for name, value, bound in checks:
+        if not -bound <= value < bound:
+            raise InvalidArgument(f"{name} {value} does not fit its field")
+    fields = codec.RecordFields(
+        req.topic.encode(), req.queue_id, req.body, req.properties, req.tags_code, req.flag, req.sys_flag,
+        req.born_timestamp_ms, born_host, req.reconsume_times, req.prepared_transaction_offset,
+    )  # fmt: skip
+    return req.topic, fields
+
+
+def _check_queue_args(queue_id: int, queue_offset: int, max_count: int) -> None:
+    if queue_offset < 0:
+        raise InvalidOffset(f"queue offset {queue_offset} is negative")
+    if queue_id < 0:
+        raise InvalidArgument(f"queue id {queue_id} is negative")
+    if max_count <= 0:
+        raise InvalidArgument(f"max_count must be positive, got {max_count}")
+
+
+def _position_status(queue_offset: int, low: int, high: int) -> ReadStatus | None:
+    if queue_offset < low:
+        return ReadStatus.OFFSET_TOO_SMALL
+    if queue_offset == high:
+        return ReadStatus.NO_NEW_MESSAGE
+    if queue_offset > high:
+        return ReadStatus.OFFSET_OVERFLOW
+    return None
