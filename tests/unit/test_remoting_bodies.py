@@ -9,6 +9,11 @@ import pytest
 from txmq.protocol.remoting import bodies as b
 from txmq.protocol.remoting.errors import InvalidBody
 
+Body = (
+    b.HeartbeatData | b.TopicRouteData | b.ClusterInfo | b.TopicList | b.ConsumerListBody
+    | b.LockBatchRequestBody | b.LockBatchResponseBody | b.RegisterBrokerBody | b.TopicConfigWrapper
+)  # fmt: skip
+
 
 def test_route_data_has_bare_integer_keys_like_the_name_server() -> None:
     route = b.TopicRouteData(
@@ -17,7 +22,8 @@ def test_route_data_has_bare_integer_keys_like_the_name_server() -> None:
     )
     text = route.to_json()
     assert b'"brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.2:10911"}' in text
-    assert b'"perm":6' in text and b'"filterServerTable":{}' in text
+    assert b'"perm":6' in text
+    assert b'"filterServerTable":{}' in text
     with pytest.raises(ValueError):
         json.loads(text)  # exactly as invalid as the real thing
     assert b.TopicRouteData.from_json(text) == route
@@ -61,8 +67,7 @@ def test_heartbeat_from_ali_ons_shape() -> None:
     assert b.HeartbeatData.from_json(hb.to_json()) == hb
 
 
-BODIES: list[b.HeartbeatData | b.TopicRouteData | b.ClusterInfo | b.TopicList | b.ConsumerListBody
-             | b.LockBatchRequestBody | b.LockBatchResponseBody | b.RegisterBrokerBody | b.TopicConfigWrapper] = [
+BODIES: list[Body] = [
     b.HeartbeatData("c", ["p"], [b.ConsumerData("g", subscriptions=[b.SubscriptionData("t")])]),
     b.TopicRouteData([], [], order_topic_conf="broker-a:4"),
     b.ClusterInfo({"broker-a": b.BrokerData("C", "broker-a", {0: "a:1"})}, {"C": ["broker-a"]}),
@@ -76,7 +81,7 @@ BODIES: list[b.HeartbeatData | b.TopicRouteData | b.ClusterInfo | b.TopicList | 
 
 
 @pytest.mark.parametrize("body", BODIES, ids=[type(x).__name__ for x in BODIES])
-def test_round_trip(body: b.HeartbeatData) -> None:
+def test_round_trip(body: Body) -> None:
     assert type(body).from_json(body.to_json()) == body
 
 

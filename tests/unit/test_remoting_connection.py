@@ -5,8 +5,8 @@ from __future__ import annotations
 import struct
 
 import pytest
-from remoting_helpers import FRAMES, ConnectionPair, drain
 
+from tests.unit.remoting_helpers import FRAMES, ConnectionPair, drain
 from txmq.protocol.remoting import frame
 from txmq.protocol.remoting.codes import RequestCode, ResponseCode
 from txmq.protocol.remoting.command import RemotingCommand, make_request, make_response

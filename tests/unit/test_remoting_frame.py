@@ -6,14 +6,14 @@ import json
 import struct
 
 import pytest
-from remoting_helpers import (
+
+from tests.unit.remoting_helpers import (
     FRAMES,
     GOLDEN_BINARY_COMMAND,
     GOLDEN_BINARY_FRAME,
     GOLDEN_JSON_COMMAND,
     GOLDEN_JSON_FRAME,
 )
-
 from txmq.common import limits
 from txmq.protocol.remoting import frame
 from txmq.protocol.remoting.codes import LanguageCode, SerializeType
@@ -39,7 +39,7 @@ def test_whole(cmd: RemotingCommand, data: bytes) -> None:
 @pytest.mark.parametrize(("cmd", "data"), FRAMES)
 def test_byte_by_byte_no_early_event(cmd: RemotingCommand, data: bytes) -> None:
     step = 1 if len(data) < 2000 else 997  # keep the 70 KB frame fast; still crosses every boundary
-    for cut in [*range(0, min(len(data), 40)), *range(40, len(data), step)]:
+    for cut in [*range(min(len(data), 40)), *range(40, len(data), step)]:
         assert frame.decode_frame(data[:cut]) is None, cut
     assert frame.decode_frame(data) == (cmd, len(data))
 

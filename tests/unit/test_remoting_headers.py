@@ -28,7 +28,9 @@ def test_send_v2_from_ali_ons() -> None:
 def test_send_v1_long_names_with_cpp_batch_flag() -> None:
     v1 = h.SendMessageRequestHeader("G", "T", "TBW102", 4, 1, 0, 5, 0, batch=True)
     ext = v1.to_ext_fields()
-    assert ext["producerGroup"] == "G" and ext["batch"] == "true" and "properties" not in ext
+    assert ext["producerGroup"] == "G"
+    assert ext["batch"] == "true"
+    assert "properties" not in ext
     assert h.parse_send_header(make_request(RequestCode.SEND_MESSAGE, 1, ext)) == v1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import pytest
@@ -75,15 +76,12 @@ def test_many_records_round_trip() -> None:
             prepared_transaction_offset=i * 7,
             flag=i,
             body_crc=mc.body_crc(bytes([i]) * i),
-        )  # fmt: skip
+        )
         for i in range(20)
     ]
     decoded = mc.decode_messages(mc.encode_messages(messages))
-    assert [m.__class__(**{**_fields(m), "store_size": 0}) for m in decoded] == messages
-
-
-def _fields(m: mc.WireMessage) -> dict[str, object]:
-    return {name: getattr(m, name) for name in m.__slots__}
+    assert [dataclasses.replace(m, store_size=0) for m in decoded] == messages
+    assert [m.store_size for m in decoded] == [len(mc.encode_message(m)) for m in messages]
 
 
 def test_v1_for_ali_ons_even_with_ipv6_hosts() -> None:
@@ -91,7 +89,10 @@ def test_v1_for_ali_ons_even_with_ipv6_hosts() -> None:
     data = mc.encode_message(msg)
     assert data[4:8] == bytes.fromhex("daa320a7")
     (decoded,) = mc.decode_messages(data)
-    assert decoded.sys_flag == 0 and decoded.born_host == ("0.0.0.0", 1)
+    assert decoded.sys_flag == 0
+    assert decoded.born_host == ("0.0.0.0", 1)
+    mapped = mc.WireMessage(topic="T", body=b"", born_host=("::ffff:10.1.2.3", 2))
+    assert mc.decode_messages(mc.encode_message(mapped))[0].born_host == ("10.1.2.3", 2)
 
 
 def test_long_topic_uses_v2_and_decodes() -> None:
@@ -109,7 +110,9 @@ def test_decodes_ipv6_hosts_from_a_java_broker() -> None:
     record = bytearray(fixed + born + store + tail)
     struct.pack_into(">i", record, 0, len(record))
     (msg,) = mc.decode_messages(bytes(record))
-    assert msg.born_host == ("::1", 7) and msg.store_host == ("::", 8) and msg.topic == "T"
+    assert msg.born_host == ("::1", 7)
+    assert msg.store_host == ("::", 8)
+    assert msg.topic == "T"
 
 
 @pytest.mark.parametrize("cut", [1, 4, 20, 60, 88, 90, 93])
@@ -142,3 +145,18 @@ def test_properties_limits_apply_on_encode() -> None:
         mc.encode_message(mc.WireMessage(topic="T", body=b"", properties={"a\x01": "v"}))
     with pytest.raises(errors.PropertiesTooLarge):
         mc.encode_batch([mc.BatchMessage(b"", {"K": "v" * 40_000})])
+
+
+def test_raw_properties_are_written_verbatim() -> None:
+    raw = b"TAGS\x01a\x02KEYS\x01k\x02"
+    via_raw = mc.WireMessage(topic="T", body=b"b", properties_raw=raw)
+    via_dict = mc.WireMessage(topic="T", body=b"b", properties={"TAGS": "a", "KEYS": "k"})
+    assert mc.encode_message(via_raw) == mc.encode_message(via_dict)
+    assert mc.decode_messages(mc.encode_message(via_raw))[0].properties == {"TAGS": "a", "KEYS": "k"}
+
+
+def test_record_ending_right_after_the_body_is_rejected() -> None:
+    cut = bytearray(GOLDEN_RECORD[:90])  # fields 1-15 only: no topic length byte
+    struct.pack_into(">i", cut, 0, 90)
+    with pytest.raises(InvalidBody):
+        mc.decode_messages(bytes(cut))

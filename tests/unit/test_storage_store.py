@@ -18,8 +18,9 @@ from txmq.common.errors import (
     MessageTooLarge,
     PayloadTooLarge,
     PropertiesTooLarge,
+    StorageError,
 )
-from txmq.storage.api import FlushMode, PutRequest, ReadStatus, StoreConfig
+from txmq.storage.api import PutRequest, ReadStatus, StoreConfig
 from txmq.storage.fs import FaultyFileSystem
 from txmq.storage.store import MessageStore
 
@@ -146,17 +147,11 @@ def test_batches_are_atomic_and_never_span_segments() -> None:
     store = _open(fs, segment_bytes=4096)
     store.put_nowait(PutRequest("T", 0, b"a" * 3000))
     batch = [PutRequest("T", i % 2, b"b" * 500) for i in range(4)]
-    results = [r for r in store._log.append([(r.topic, _fields(r)) for r in batch])]
+    results, _ = store.put_batch_nowait(batch)
     assert {r.physical_offset // 4096 for r in results} == {1}, "the whole batch went to the next segment"
     assert [r.queue_offset for r in results] == [1, 0, 2, 1]
     store.flush()
     assert store.read(results[-1].physical_offset).body == b"b" * 500
-
-
-def _fields(req: PutRequest):  # type: ignore[no-untyped-def]
-    from txmq.storage.store import _validate
-
-    return _validate(req)[1]
 
 
 def test_retention_deletes_old_segments_but_never_the_active_one() -> None:
@@ -202,3 +197,27 @@ def test_real_files_round_trip(tmp_path: Path) -> None:
     assert [r.body for r in reopened.read_queue("T", 0, 0, 50).records] == [
         b"%d" % i * 100 for i in range(20)
     ]
+
+
+def test_a_failing_arrival_listener_does_not_stop_dispatch() -> None:
+    store = _open(FaultyFileSystem())
+    seen: list[int] = []
+
+    def broken(topic: str, queue_id: int, next_offset: int) -> None:
+        raise RuntimeError("listener bug")
+
+    store.add_arrival_listener(broken)
+    store.add_arrival_listener(lambda topic, queue_id, next_offset: seen.append(next_offset))
+    store.put_nowait(PutRequest("T", 0, b"a"))
+    store.flush()
+    store.put_nowait(PutRequest("T", 0, b"b"))
+    store.flush()
+    assert seen == [1, 2]
+    assert store.max_offset("T", 0) == 2
+
+
+async def test_closed_store_refuses_appends() -> None:
+    store = _open(FaultyFileSystem())
+    await store.close()
+    with pytest.raises(StorageError, match="closed"):
+        store.put_nowait(PutRequest("T", 0, b"a"))

@@ -217,11 +217,12 @@ class Broker:
             raise errors.InvalidPollingTime(f"long polling time must be 0..{limits.long_polling_ms_max} ms")
         tag_filter = parse_tag_filter(expression)
         config = self.topics.resolve(topic, for_write=False)
-        queues = self._pop_queues(group, config, queue_id)
         deadline = self.clock.monotonic_ms() + long_poll_ms
         watched = {topic, names.retry_topic(group)}
         while True:
             version = self.waiters.version
+            # recomputed each round: the retry topic may appear while we wait (a revive created it)
+            queues = self._pop_queues(group, config, queue_id)
             messages = await self.pop.receive(
                 group, queues, tag_filter, batch_size, invisible_ms, self.clock.now_ms()
             )

@@ -50,7 +50,8 @@ class DelayService:
         self._minute: int = int(saved.get("minute", now_ms // TIMER_BUCKET_MS))
         self._timer_cursor: dict[int, int] = {int(k): int(v) for k, v in saved.get("timer", {}).items()}
         self._recalled: set[int] = {int(x) for x in saved.get("recalled", [])}
-        self._loaded: dict[int, list[tuple[int, int]]] = {}  # bucket queue -> heap of (deliver ms, phys)
+        # bucket queue -> heap of (deliver ms, physical offset, size, queue offset)
+        self._loaded: dict[int, list[tuple[int, int, int, int]]] = {}
         self._loaded_to: dict[int, int] = {}
         self._dirty = False
         self._on_error = on_error

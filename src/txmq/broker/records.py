@@ -51,7 +51,7 @@ def offset_message_id(record: StoredRecord) -> str:
 
 def message_type_of(decoded: Mapping[str, str]) -> MessageType:
     name = decoded.get(props.MESSAGE_TYPE)
-    if name in MessageType.__members__:
+    if name is not None and name in MessageType.__members__:
         return MessageType[name]
     if decoded.get(props.SHARDING_KEY):
         return MessageType.FIFO

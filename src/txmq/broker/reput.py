@@ -1,7 +1,8 @@
 """Move a stored message from an internal topic (schedule, timer, half) to its real topic.
 
 The original properties travel along; the routing properties that only made sense in the internal topic
-are dropped, so the delivered copy looks exactly like a message sent straight to its topic.
+are dropped, so the delivered copy looks exactly like a message sent straight to its topic. The delivery
+timestamp stays: consumers see when a delayed message was due.
 """
 
 from __future__ import annotations
@@ -35,8 +36,6 @@ def to_real_topic(
     for key in _ROUTING_KEYS:
         if not (keep_delay and key == props.DELAY):
             properties.pop(key, None)
-    if not keep_delay:
-        properties.pop(props.TIMER_DELIVER_MS, None)
     if extra:
         properties.update(extra)
     return PutRequest(

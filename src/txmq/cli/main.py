@@ -17,7 +17,7 @@ def _register() -> None:
     """Attach every sub-command module. Each module exposes ``register(app)``."""
     import importlib
 
-    for name in ("store", "broker", "topic", "tx", "messages", "demo", "bench", "pipeline", "group"):
+    for name in ("store", "broker", "topic", "tx", "query", "messages", "demo", "bench", "pipeline"):
         try:
             module = importlib.import_module(f"txmq.cli.{name}")
         except ModuleNotFoundError as exc:

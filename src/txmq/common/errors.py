@@ -260,7 +260,7 @@ class ProtocolError(TxmqError):
     code = BAD_REQUEST
 
 
-class ConnectionError_(TxmqError):  # noqa: N801 - avoid shadowing the builtin ConnectionError
+class ConnectionError_(TxmqError):
     code = INTERNAL_SERVER_ERROR
     retriable = True
 

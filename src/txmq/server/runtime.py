@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import signal
 import sys
@@ -59,9 +60,11 @@ async def start_broker(config: BrokerConfig) -> RunningBroker:
 
 
 async def _start_remoting(running: RunningBroker, config: BrokerConfig) -> None:
-    try:
-        from txmq.server import remoting_server
-    except ModuleNotFoundError:
+    try:  # `from txmq.server import remoting_server` raises a plain ImportError when it is absent
+        remoting_server = importlib.import_module("txmq.server.remoting_server")
+    except ModuleNotFoundError as exc:
+        if exc.name != "txmq.server.remoting_server":
+            raise
         return
     closers = await remoting_server.serve_all(running.broker, config)
     running.closers.extend(closers)

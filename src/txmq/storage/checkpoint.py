@@ -21,7 +21,7 @@ from typing import Final
 
 import crc32c
 
-from txmq.common.errors import CorruptRecord
+from txmq.common.errors import CorruptRecord, InvalidArgument
 from txmq.storage.fs import FileSystem
 
 META_MAGIC: Final = 0x54584D4D  # "TXMM"
@@ -92,3 +92,30 @@ def load_checkpoint(fs: FileSystem, data_dir: str) -> Checkpoint | None:
     if len(payload) != _CHECKPOINT.size:
         raise CorruptRecord(f"checkpoint payload is {len(payload)} bytes, expected {_CHECKPOINT.size}")
     return Checkpoint(*_CHECKPOINT.unpack(payload))
+
+
+LAYOUT_FILE: Final = "layout"
+_LAYOUT = struct.Struct(">Iq")
+LAYOUT_VERSION: Final = 1
+
+
+def load_layout(fs: FileSystem, data_dir: str) -> int | None:
+    """The segment size the store in ``data_dir`` was created with (None for a new store)."""
+    payload = read_meta(fs, posixpath.join(data_dir, LAYOUT_FILE))
+    if payload is None:
+        return None
+    version, segment_bytes = _LAYOUT.unpack(payload)
+    if version != LAYOUT_VERSION:
+        raise CorruptRecord(f"store layout version {version} is not supported (expected {LAYOUT_VERSION})")
+    return int(segment_bytes)
+
+
+def pin_layout(fs: FileSystem, data_dir: str, segment_bytes: int) -> None:
+    """Record the segment size on first open; refuse a different one later (offsets depend on it)."""
+    existing = load_layout(fs, data_dir)
+    if existing is None:
+        write_meta(fs, posixpath.join(data_dir, LAYOUT_FILE), _LAYOUT.pack(LAYOUT_VERSION, segment_bytes))
+    elif existing != segment_bytes:
+        raise InvalidArgument(
+            f"the store in {data_dir} uses segment_bytes={existing}; it cannot be opened with {segment_bytes}"
+        )

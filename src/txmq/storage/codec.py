@@ -76,6 +76,22 @@ class RecordFields:
     prepared_transaction_offset: int
 
 
+_NAMES_CACHE_MAX = 4096
+_names_cache: dict[tuple[bytes, bytes, bytes], bytes] = {}
+
+
+def _names_part(topic: bytes, born_host: bytes, store_host: bytes) -> bytes:
+    """The length-prefixed topic and hosts; cached, because a few topics and hosts repeat."""
+    key = (topic, born_host, store_host)
+    part = _names_cache.get(key)
+    if part is None:
+        part = b"".join((len(topic).to_bytes(2, "big"), topic, len(born_host).to_bytes(1, "big"), born_host,
+                         len(store_host).to_bytes(1, "big"), store_host))  # fmt: skip
+        if len(_names_cache) < _NAMES_CACHE_MAX:
+            _names_cache[key] = part
+    return part
+
+
 def encode_into(
     buf: bytearray,
     pos: int,
@@ -88,19 +104,24 @@ def encode_into(
 ) -> int:
     """Encode one record at ``buf[pos:]`` (which must be large enough); returns its size."""
     f = fields
-    size = encoded_size(f.topic, f.born_host, store_host, f.properties, f.body)
+    names = _names_part(f.topic, f.born_host, store_host)
+    properties, body = f.properties, f.body
+    size = HEADER_BYTES + len(names) + 6 + len(properties) + len(body)
     HEADER.pack_into(
         buf, pos, MAGIC, size, 0, f.queue_id, f.flag, queue_offset, physical_offset, f.sys_flag,
         f.born_timestamp_ms, store_timestamp_ms, f.tags_code, f.reconsume_times,
         f.prepared_transaction_offset,
     )  # fmt: skip
     p = pos + HEADER_BYTES
-    for part, width in ((f.topic, 2), (f.born_host, 1), (store_host, 1), (f.properties, 2), (f.body, 4)):
-        buf[p : p + width] = len(part).to_bytes(width, "big")
-        p += width
-        buf[p : p + len(part)] = part
-        p += len(part)
-    assert p - pos == size, "encoded size must match encoded_size()"
+    end = p + len(names)
+    buf[p:end] = names
+    _U16.pack_into(buf, end, len(properties))
+    p = end + 2
+    end = p + len(properties)
+    buf[p:end] = properties
+    _U32.pack_into(buf, end, len(body))
+    p = end + 4
+    buf[p : p + len(body)] = body
     _U32.pack_into(buf, pos + 8, crc32c.crc32c(memoryview(buf)[pos + 12 : pos + size]))
     return size
 

@@ -96,6 +96,32 @@ class CommitLog:
         segment.last_store_ms = now_ms
         return results
 
+    def append_one(self, topic: str, fields: codec.RecordFields) -> AppendResult:
+        """The single-record path of :meth:`append`, kept lean: it is the broker's hot path."""
+        if self.fence_reason is not None:
+            self.check_writable()
+        size = codec.encoded_size(
+            fields.topic, fields.born_host, self.store_host, fields.properties, fields.body
+        )
+        if size > self.segment_bytes - codec.BLANK_BYTES:
+            raise MessageTooLarge("the record or batch", size, self.segment_bytes - codec.BLANK_BYTES)
+        segment = self._reserve(size)
+        start = self.write_offset
+        key = (topic, fields.queue_id)
+        queue_offset = self.queue_next.get(key, 0)
+        now_ms = self.clock.now_ms()
+        if len(self._buf) < size:
+            self._buf = bytearray(max(size, 2 * len(self._buf)))
+        codec.encode_into(self._buf, 0, fields, store_host=self.store_host, queue_offset=queue_offset,
+                          physical_offset=start, store_timestamp_ms=now_ms)  # fmt: skip
+        self._write(segment, memoryview(self._buf)[:size])
+        self.write_offset = start + size
+        self.queue_next[key] = queue_offset + 1
+        self.pending.append(DispatchEntry(start, size, topic, fields.queue_id, queue_offset, fields.tags_code,
+                                          now_ms, fields.properties))  # fmt: skip
+        segment.last_store_ms = now_ms
+        return AppendResult(start, size, queue_offset, now_ms)
+
     def _reserve(self, total: int) -> Segment:
         """The segment the next ``total`` bytes go to, rolling (with a blank marker) if needed."""
         segment = self.segments.active

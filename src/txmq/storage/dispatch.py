@@ -6,11 +6,15 @@ offset, so no consumer is ever served a record that is not durable.
 
 from __future__ import annotations
 
+import logging
+
 from txmq.common.errors import StoreFenced
 from txmq.storage.api import ArrivalListener
 from txmq.storage.commitlog import CommitLog
 from txmq.storage.consume_queue import ConsumeQueue, ConsumeQueueSet
 from txmq.storage.index import KeyIndex
+
+_LOG = logging.getLogger(__name__)
 
 
 class Dispatcher:
@@ -48,5 +52,8 @@ class Dispatcher:
         self.dispatched_offset = entry.physical_offset + entry.size
         for (topic, queue_id), queue in touched.items():
             for listener in self.listeners:
-                listener(topic, queue_id, queue.max_offset)
+                try:
+                    listener(topic, queue_id, queue.max_offset)
+                except Exception:  # noqa: BLE001 - a listener's bug must not stop dispatching
+                    _LOG.exception("arrival listener %r failed for %s/%d", listener, topic, queue_id)
         return count

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from txmq.common.errors import StoreFenced
@@ -33,25 +33,40 @@ DONE = Done()
 
 
 class GroupCommit:
+    """Appends share one future per group: the *open* group collects appends until the flusher
+    takes it (fixing its target offset); a taken group resolves when its fsync returns."""
+
     def __init__(self, log: CommitLog, flushed_offset: int) -> None:
         self.log = log
         self.flushed_offset = flushed_offset
-        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        self.flush_count = 0  # group commits completed (for benchmarks and metrics)
+        self._taken: deque[tuple[int, asyncio.Future[None]]] = deque()  # (target offset, future)
+        self._open: asyncio.Future[None] | None = None
         self.wake = asyncio.Event()
+        # Called with the new flushed offset before any waiter is resolved, so what an acknowledged
+        # append wrote is already dispatched (visible to consumers) when its sender resumes.
+        self.on_durable: Callable[[int], None] | None = None
 
     def waiter(self, end_offset: int) -> asyncio.Future[None] | Done:
         """An awaitable completed once ``end_offset`` is durable (needs a running loop if not yet)."""
         if end_offset <= self.flushed_offset:
             return DONE
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        invariant(not self._waiters or self._waiters[-1][0] <= end_offset, "waiters arrive in log order")
-        self._waiters.append((end_offset, future))
-        self.wake.set()
-        return future
+        for target, future in self._taken:
+            if end_offset <= target:
+                return future
+        invariant(end_offset <= self.log.write_offset, "only written records can become durable")
+        if self._open is None:
+            self._open = asyncio.get_running_loop().create_future()
+            self.wake.set()
+        return self._open
 
     def take(self) -> tuple[int, list[Segment]]:
-        """The offset the next fsync will cover and the segments to sync for it."""
-        return self.log.write_offset, self.log.take_dirty()
+        """Close the open group: the offset the next fsync will cover and the segments to sync."""
+        target = self.log.write_offset
+        if self._open is not None:
+            self._taken.append((target, self._open))
+            self._open = None
+        return target, self.log.take_dirty()
 
     @staticmethod
     def sync_segments(segments: list[Segment]) -> None:
@@ -61,9 +76,12 @@ class GroupCommit:
     def complete(self, target: int) -> None:
         invariant(target >= self.flushed_offset, "the flushed offset never goes back")
         self.flushed_offset = target
-        waiters = self._waiters
-        while waiters and waiters[0][0] <= target:
-            _, future = waiters.popleft()
+        self.flush_count += 1
+        if self.on_durable is not None:
+            self.on_durable(target)
+        taken = self._taken
+        while taken and taken[0][0] <= target:
+            _, future = taken.popleft()
             if not future.done():
                 future.set_result(None)
 
@@ -71,8 +89,10 @@ class GroupCommit:
         """Fence the store and fail every waiter; returns the error to raise."""
         self.log.fence(f"fsync failed: {exc}")
         error = StoreFenced(f"the store is read-only until restarted: {self.log.fence_reason}")
-        while self._waiters:
-            _, future = self._waiters.popleft()
+        futures = [future for _, future in self._taken] + ([self._open] if self._open else [])
+        self._taken.clear()
+        self._open = None
+        for future in futures:
             if not future.done():
                 future.set_exception(error)
         return error
@@ -100,5 +120,5 @@ class GroupCommit:
         self.complete(target)
 
     def fail_all_if_fenced(self) -> None:
-        if self.log.fence_reason is not None and self._waiters:
+        if self.log.fence_reason is not None and (self._taken or self._open is not None):
             self.fail(OSError(self.log.fence_reason))

@@ -52,6 +52,10 @@ class FileSystem(Protocol):
 
     def makedirs(self, path: str) -> None: ...
 
+    def remove_dir(self, path: str) -> None:
+        """Remove an empty directory."""
+        ...
+
     def exists(self, path: str) -> bool: ...
 
     def is_dir(self, path: str) -> bool: ...
@@ -115,6 +119,9 @@ class OsFileSystem:
 
     def makedirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)
+
+    def remove_dir(self, path: str) -> None:
+        os.rmdir(path)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
@@ -227,6 +234,12 @@ class FaultyFileSystem:
         while path not in self.dirs:
             self.dirs.add(path)
             path = posixpath.dirname(path)
+
+    def remove_dir(self, path: str) -> None:
+        path = posixpath.normpath(path)
+        if self.list_dir(path):
+            raise OSError(errno.ENOTEMPTY, "directory not empty", path)
+        self.dirs.discard(path)
 
     def exists(self, path: str) -> bool:
         path = posixpath.normpath(path)

@@ -4,12 +4,26 @@ checkpoint.
 
 Background work runs in tasks started by :meth:`MessageStore.start`; tests may instead step the
 store with :meth:`flush`, :meth:`run_once` and :meth:`checkpoint` (no sleeps, no tasks).
+
+Failure semantics:
+
+* A failed ``write`` (other than ENOSPC) or ``fsync`` fences the store: that append and every later
+  one raise StoreFenced, pending SYNC waiters fail, fsync is never retried; restart to recover.
+* ENOSPC fails only that append with DiskFull: the partial write is truncated back and no queue
+  offset is consumed, so nothing half-written remains and the store keeps serving (appends succeed
+  again once space is freed). If the truncate itself fails, the store is fenced.
+* A batch is written with one write into one segment: a write failure leaves none of it. After a
+  crash, a torn batch may keep a prefix of its records; none of them was acknowledged.
+* In SYNC mode an append is acknowledged, and dispatched to ConsumeQueues (so visible to readers),
+  only after an fsync covered it. In ASYNC mode it is acknowledged after the write and a power cut
+  may lose the last ``flush_interval_ms``, never leaving a gap.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import posixpath
 from collections.abc import Awaitable, Generator, Sequence
 from typing import Any
@@ -23,6 +37,7 @@ from txmq.common.errors import (
     MessageTooLarge,
     PayloadTooLarge,
     PropertiesTooLarge,
+    StorageError,
     StoreFenced,
 )
 from txmq.storage import codec
@@ -39,7 +54,7 @@ from txmq.storage.api import (
     StoreConfig,
     StoredRecord,
 )
-from txmq.storage.checkpoint import Checkpoint, save_checkpoint
+from txmq.storage.checkpoint import Checkpoint, pin_layout, save_checkpoint
 from txmq.storage.commitlog import CommitLog
 from txmq.storage.consume_queue import ConsumeQueueSet
 from txmq.storage.dispatch import Dispatcher
@@ -49,6 +64,7 @@ from txmq.storage.index import KeyIndex, no_keys
 from txmq.storage.recovery import recover
 from txmq.storage.segment import SegmentList, scan_segment
 
+_LOG = logging.getLogger(__name__)
 _I32 = 1 << 31
 _I64 = 1 << 63
 
@@ -79,9 +95,12 @@ class MessageStore:
         self._commit = GroupCommit(log, log.write_offset)
         self._dispatcher = Dispatcher(log, queues, index, report.scanned_from)
         self._sync = config.flush_mode is FlushMode.SYNC
+        if self._sync:
+            self._commit.on_durable = self._dispatcher.run_once
         self._tasks: list[asyncio.Task[None]] = []
         self._dispatch_wake = asyncio.Event()
         self._closed = False
+        self._inflight: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------------------------------ lifecycle
     @classmethod
@@ -92,6 +111,7 @@ class MessageStore:
         fs = fs if fs is not None else OsFileSystem()
         clock = clock if clock is not None else SystemClock()
         fs.makedirs(config.data_dir)
+        pin_layout(fs, config.data_dir, config.segment_bytes)
         segments = SegmentList(fs, posixpath.join(config.data_dir, "commitlog"), config.segment_bytes)
         log = CommitLog(segments, clock, config.store_host.encode())
         queues = ConsumeQueueSet(
@@ -121,6 +141,16 @@ class MessageStore:
         self._tasks.append(loop.create_task(self._checkpoint_loop(), name="txmq-store-checkpoint"))
         if not self._sync:
             self._tasks.append(loop.create_task(self._dispatch_loop(), name="txmq-store-dispatch"))
+        for task in self._tasks:
+            task.add_done_callback(self._on_task_done)
+
+    def _on_task_done(self, task: asyncio.Task[None]) -> None:
+        """A background task that dies of a bug must not leave appenders waiting forever."""
+        if task.cancelled() or task.exception() is None:
+            return
+        _LOG.error("store task %s failed", task.get_name(), exc_info=task.exception())
+        self._log.fence(f"internal error in {task.get_name()}: {task.exception()!r}")
+        self._commit.fail_all_if_fenced()
 
     async def close(self) -> None:
         """Stop the tasks, flush, checkpoint and close every file."""
@@ -133,6 +163,9 @@ class MessageStore:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        if self._inflight is not None:
+            with contextlib.suppress(StorageError):
+                await self._inflight  # never close files under an fsync still running in a thread
         if self._log.fence_reason is None:
             self.flush()
             self.checkpoint()
@@ -151,9 +184,12 @@ class MessageStore:
             else:
                 await asyncio.sleep(interval_s)
             try:
-                await self._commit.flush_async()
+                self._inflight = asyncio.ensure_future(self._commit.flush_async())
+                await asyncio.shield(self._inflight)
                 self.run_once()
-            except StoreFenced:
+            except StorageError as exc:
+                self._log.fence(f"background flush or dispatch failed: {exc.message}")
+                self._commit.fail_all_if_fenced()
                 await asyncio.Event().wait()  # fenced: nothing more to flush until restart
 
     async def _dispatch_loop(self) -> None:
@@ -198,7 +234,10 @@ class MessageStore:
     # ----------------------------------------------------------------------------------- writing
     def put_nowait(self, req: PutRequest) -> tuple[AppendResult, Awaitable[None]]:
         """Append now; the awaitable completes when the record is durable per the flush mode."""
-        (result,) = self._log.append([_validate(req)])
+        topic, fields = _validate(req)
+        if self._closed:
+            raise StorageError("the store is closed")
+        result = self._log.append_one(topic, fields)
         return result, self._durable(result.physical_offset + result.size)
 
     async def put(self, req: PutRequest) -> AppendResult:
@@ -208,6 +247,13 @@ class MessageStore:
 
     async def put_batch(self, reqs: Sequence[PutRequest]) -> list[AppendResult]:
         """Append every request or none (one write), acknowledged together."""
+        results, durable = self.put_batch_nowait(reqs)
+        await durable
+        return results
+
+    def put_batch_nowait(self, reqs: Sequence[PutRequest]) -> tuple[list[AppendResult], Awaitable[None]]:
+        """Validate all, then append all in one write (into one segment); the awaitable completes
+        when the whole batch is durable per the flush mode."""
         if not reqs:
             raise InvalidArgument("a batch needs at least one message")
         batch = [_validate(r) for r in reqs]
@@ -216,14 +262,15 @@ class MessageStore:
         body_bytes = sum(len(r.body) for r in reqs)
         if body_bytes > limits.batch_bytes_max:
             raise PayloadTooLarge("batch", body_bytes, limits.batch_bytes_max)
+        if self._closed:
+            raise StorageError("the store is closed")
         results = self._log.append(batch)
         last = results[-1]
-        await self._durable(last.physical_offset + last.size)
-        return results
+        return results, self._durable(last.physical_offset + last.size)
 
     def _durable(self, end_offset: int) -> Awaitable[None]:
         if not self._sync:
-            self._dispatch_wake.set()
+            self.run_once()  # async flush: visible as soon as written (and acknowledged)
             return DONE
         try:
             asyncio.get_running_loop()
@@ -346,6 +393,11 @@ class MessageStore:
         return self._log.segments.min_offset()
 
     @property
+    def flush_count(self) -> int:
+        """Group commits (fsync rounds) completed since open."""
+        return self._commit.flush_count
+
+    @property
     def fenced(self) -> bool:
         return self._log.fence_reason is not None
 
@@ -363,11 +415,18 @@ def _validate_config(config: StoreConfig) -> None:
         raise InvalidArgument("store_host is longer than 255 bytes")
 
 
+_VALID_TOPICS: set[str] = set()
+_VALID_TOPICS_MAX = 100_000
+
+
 def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:
     """Reject bad input with a specific error before anything is written."""
-    names.validate_topic(req.topic, allow_system=True)
-    if not 0 <= req.queue_id < limits.queues_per_topic_max:
-        raise InvalidArgument(f"queue id {req.queue_id} is outside [0, {limits.queues_per_topic_max})")
+    if req.topic not in _VALID_TOPICS:
+        names.validate_topic(req.topic, allow_system=True)
+        if len(_VALID_TOPICS) < _VALID_TOPICS_MAX:
+            _VALID_TOPICS.add(req.topic)
+    if not 0 <= req.queue_id <= limits.queue_id_max:
+        raise InvalidArgument(f"queue id {req.queue_id} is outside [0, {limits.queue_id_max}]")
     if len(req.body) > limits.body_bytes_max:
         raise MessageTooLarge("message body", len(req.body), limits.body_bytes_max)
     if len(req.properties) > limits.properties_bytes_max:
@@ -379,17 +438,15 @@ def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:
     born_host = req.born_host.encode()
     if len(born_host) > 255:
         raise InvalidArgument(f"born_host is {len(born_host)} bytes, over 255")
-    checks = (
-        ("flag", req.flag, _I32),
-        ("sys_flag", req.sys_flag, _I32),
-        ("reconsume_times", req.reconsume_times, _I32),
-        ("tags_code", req.tags_code, _I64),
-        ("born_timestamp_ms", req.born_timestamp_ms, _I64),
-        ("prepared_transaction_offset", req.prepared_transaction_offset, _I64),
-    )
-    for name, value, bound in checks:
-        if not -bound <= value < bound:
-            raise InvalidArgument(f"{name} {value} does not fit its field")
+    if not (
+        -_I32 <= req.flag < _I32
+        and -_I32 <= req.sys_flag < _I32
+        and -_I32 <= req.reconsume_times < _I32
+        and -_I64 <= req.tags_code < _I64
+        and -_I64 <= req.born_timestamp_ms < _I64
+        and -_I64 <= req.prepared_transaction_offset < _I64
+    ):
+        raise InvalidArgument(f"an integer field of the request does not fit its on-disk width: {req!r:.300}")
     fields = codec.RecordFields(
         req.topic.encode(), req.queue_id, req.body, req.properties, req.tags_code, req.flag, req.sys_flag,
         req.born_timestamp_ms, born_host, req.reconsume_times, req.prepared_transaction_offset,

@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from txmq.broker.reput import to_real_topic
 from txmq.broker.records import split_host, to_view
+from txmq.broker.reput import to_real_topic
 from txmq.common import errors, msgid, names
 from txmq.common import properties as props
 from txmq.common.message import MessageView, SysFlag
@@ -172,7 +172,7 @@ class TransactionService:
     def _committed_request(self, half: StoredRecord, decoded: dict[str, str], now_ms: int) -> PutRequest:
         """The real message; a delayed transactional message is delayed from the commit (not from the send)."""
         deliver = decoded.get(props.TIMER_DELIVER_MS)
-        if deliver and deliver.isdigit() or decoded.get(props.DELAY):
+        if (deliver and deliver.isdigit()) or decoded.get(props.DELAY):
             return self._broker.sender.delayed_from_commit(half, decoded, now_ms)
         return to_real_topic(half, decoded, sys_flag=SysFlag.TRANSACTION_COMMIT)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable
 from typing import Any, Final
 
 from txmq.common import limits
@@ -36,8 +37,11 @@ _BIN_FIXED_BYTES: Final = _BIN_FIXED.size  # 13
 
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 _loads = json.JSONDecoder().decode
+# the decoder's C scanner, called directly to skip two Python-level wrappers and a regex per frame
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _LANG_BY_NAME: Final = {member.name: member for member in LanguageCode}
 _LANG_BY_CODE: Final = {member.value: member for member in LanguageCode}
+_LANG_NAME: Final = {member: member.name for member in LanguageCode}
 _SERIALIZE_TYPES: Final = {member.value: member for member in SerializeType}
 
 
@@ -58,19 +62,18 @@ def encode(cmd: RemotingCommand) -> bytes:
 
 
 def encode_json_header(cmd: RemotingCommand) -> bytes:
-    """The JSON header (fastjson field names; ``remark`` omitted when None, as fastjson does)."""
-    fields: dict[str, Any] = {
-        "code": cmd.code,
-        "language": cmd.language.name,
-        "version": cmd.version,
-        "opaque": cmd.opaque,
-        "flag": cmd.flag,
-        "extFields": cmd.ext_fields,
-        "serializeTypeCurrentRPC": "JSON",
-    }
-    if cmd.remark is not None:
-        fields["remark"] = cmd.remark
-    return _dumps(fields).encode("ascii")
+    """The JSON header (fastjson field names; ``remark`` omitted when None, as fastjson does).
+
+    Built as text around one C-accelerated dump of extFields: about a third cheaper than dumping a
+    dict of the whole header.
+    """
+    remark = "" if cmd.remark is None else ',"remark":' + _dumps(cmd.remark)
+    text = (
+        f'{{"code":{int(cmd.code)},"language":"{_LANG_NAME[cmd.language]}","version":{int(cmd.version)},'
+        f'"opaque":{int(cmd.opaque)},"flag":{int(cmd.flag)}{remark},"extFields":{_dumps(cmd.ext_fields)},'
+        '"serializeTypeCurrentRPC":"JSON"}'
+    )
+    return text.encode("ascii")
 
 
 def encode_binary_header(cmd: RemotingCommand) -> bytes:
@@ -159,26 +162,42 @@ def decode(frame: bytes | bytearray) -> RemotingCommand:
 
 
 def _decode_json(header: memoryview, body: bytes) -> RemotingCommand:
+    fields = _parse_json_object(header)
+    get = fields.get
+    code, opaque, flag, version = get("code", 0), get("opaque", 0), get("flag", 0), get("version", 0)
+    if not (type(code) is int and type(opaque) is int and type(flag) is int and type(version) is int):
+        code, opaque, flag, version = (_json_int(fields, n) for n in ("code", "opaque", "flag", "version"))
+    remark = get("remark")
+    if remark is not None and type(remark) is not str:
+        raise RemoteProtocolError("remark is not a string")
+    return RemotingCommand(
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        remark=remark,
+        ext_fields=_json_ext_fields(get("extFields")),
+        body=body,
+        language=_json_language(get("language")),
+        version=version,
+        serialize_type=SerializeType.JSON,
+    )
+
+
+def _parse_json_object(header: memoryview) -> dict[str, Any]:
+    """The header object; calls the C scanner directly, falling back to the full decoder."""
     try:
-        fields = _loads(str(header, "utf-8"))
+        text = str(header, "utf-8")
+        try:
+            fields, end = _scan_once(text, 0)
+        except StopIteration:  # e.g. leading whitespace: let the full decoder judge
+            fields, end = _loads(text), len(text)
+        if end != len(text) and not text[end:].isspace():
+            raise RemoteProtocolError("extra data after the JSON header")
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise RemoteProtocolError(f"invalid JSON header: {exc}") from None
     if type(fields) is not dict:
         raise RemoteProtocolError("the JSON header is not an object")
-    remark = fields.get("remark")
-    if remark is not None and type(remark) is not str:
-        raise RemoteProtocolError("remark is not a string")
-    return RemotingCommand(
-        code=_json_int(fields, "code"),
-        opaque=_json_int(fields, "opaque"),
-        flag=_json_int(fields, "flag"),
-        remark=remark,
-        ext_fields=_json_ext_fields(fields.get("extFields")),
-        body=body,
-        language=_json_language(fields.get("language")),
-        version=_json_int(fields, "version"),
-        serialize_type=SerializeType.JSON,
-    )
+    return fields
 
 
 def _json_int(fields: dict[str, Any], name: str) -> int:

@@ -1,4 +1,4 @@
-"""Typed custom headers: the ``extFields`` each request and response carries, as frozen dataclasses.
+"""Typed custom headers: the ``extFields`` each request and response carries, as slotted dataclasses.
 
 Every header class maps its snake_case attributes to RocketMQ's camelCase field names (overridable
 per class with ``WIRE_NAMES``, e.g. SEND_MESSAGE_V2's one-letter names). ``to_ext_fields()`` renders
@@ -11,7 +11,6 @@ Booleans parse like Java's ``Boolean.parseBoolean``: only ``"true"`` (any case) 
 from __future__ import annotations
 
 import dataclasses
-import re
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,7 +20,6 @@ from txmq.protocol.remoting.codes import RequestCode
 from txmq.protocol.remoting.command import RemotingCommand
 from txmq.protocol.remoting.errors import InvalidHeader
 
-_INT_RE: Final = re.compile(r"[+-]?[0-9]{1,19}")
 _MISSING: Final = dataclasses.MISSING
 
 
@@ -56,19 +54,22 @@ def _specs(cls: type[Header]) -> tuple[_Spec, ...]:
     return result
 
 
-def _parse(cls: type, spec: _Spec, raw: str) -> Any:
-    if spec.kind is str:
-        return raw
-    if spec.kind is bool:
-        return raw.lower() == "true"
-    if _INT_RE.fullmatch(raw) is None:
-        raise InvalidHeader(f"{cls.__name__}: field {spec.wire!r} is not an integer: {raw[:64]!r}")
+def _parse_int(cls: type, wire: str, raw: str) -> int:
+    """Java ``Long.parseLong`` rules: optional sign, ASCII digits only, at most 19 of them."""
+    digits = raw[1:] if raw[:1] in "+-" else raw
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 19):
+        raise InvalidHeader(f"{cls.__name__}: field {wire!r} is not an integer: {raw[:64]!r}")
     return int(raw)
 
 
 class Header:
-    """Base of all custom headers (subclasses are frozen dataclasses)."""
+    """Base of all custom headers.
 
+    Subclasses are slotted dataclasses, not frozen ones: a frozen 14-field dataclass costs about
+    twice as much to build, and the send header is built once per message. Treat them as values.
+    """
+
+    __slots__ = ()
     WIRE_NAMES: ClassVar[Mapping[str, str]] = {}
 
     def to_ext_fields(self) -> dict[str, str]:
@@ -93,8 +94,12 @@ class Header:
             if raw is None:
                 if spec.required:
                     raise InvalidHeader(f"{cls.__name__}: required field {spec.wire!r} is missing")
-                continue
-            values[spec.attr] = _parse(cls, spec, raw)
+            elif spec.kind is str:
+                values[spec.attr] = raw
+            elif spec.kind is int:
+                values[spec.attr] = _parse_int(cls, spec.wire, raw)
+            else:
+                values[spec.attr] = raw.lower() == "true"
         return cls(**values)
 
     @classmethod
@@ -105,7 +110,7 @@ class Header:
 # ---------------------------------------------------------------------------------------------- producer
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SendMessageRequestHeader(Header):
     """SEND_MESSAGE (10) with long names; the C++ client marks batches with ``batch=true``."""
 
@@ -125,7 +130,7 @@ class SendMessageRequestHeader(Header):
     broker_name: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SendMessageRequestHeaderV2(SendMessageRequestHeader):
     """SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): the same fields under one-letter names."""
 
@@ -157,7 +162,7 @@ def parse_send_header(cmd: RemotingCommand) -> SendMessageRequestHeader:
     return header
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SendMessageResponseHeader(Header):
     msg_id: str
     queue_id: int
@@ -167,7 +172,7 @@ class SendMessageResponseHeader(Header):
     recall_handle: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class EndTransactionRequestHeader(Header):
     """END_TRANSACTION (37); ``commit_or_rollback`` is 0 unknown, 8 commit, 12 rollback."""
 
@@ -181,7 +186,7 @@ class EndTransactionRequestHeader(Header):
     transaction_id: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class CheckTransactionStateRequestHeader(Header):
     """CHECK_TRANSACTION_STATE (39), broker -> producer, oneway; body = the encoded half message."""
 
@@ -196,7 +201,7 @@ class CheckTransactionStateRequestHeader(Header):
 # ---------------------------------------------------------------------------------------------- consumer
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PullMessageRequestHeader(Header):
     """PULL_MESSAGE (11); ``sys_flag`` bits are codes.PULL_*; long-polls ``suspend_timeout_millis``."""
 
@@ -214,7 +219,7 @@ class PullMessageRequestHeader(Header):
     max_msg_bytes: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PullMessageResponseHeader(Header):
     suggest_which_broker_id: int
     next_begin_offset: int
@@ -226,7 +231,7 @@ class PullMessageResponseHeader(Header):
     forbidden_type: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class QueryConsumerOffsetRequestHeader(Header):
     consumer_group: str
     topic: str
@@ -234,12 +239,12 @@ class QueryConsumerOffsetRequestHeader(Header):
     set_zero_if_not_found: bool | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class QueryConsumerOffsetResponseHeader(Header):
     offset: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class UpdateConsumerOffsetRequestHeader(Header):
     consumer_group: str
     topic: str
@@ -247,30 +252,30 @@ class UpdateConsumerOffsetRequestHeader(Header):
     commit_offset: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GetMaxOffsetRequestHeader(Header):
     topic: str
     queue_id: int
     committed: bool | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GetMaxOffsetResponseHeader(Header):
     offset: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GetMinOffsetRequestHeader(Header):
     topic: str
     queue_id: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GetMinOffsetResponseHeader(Header):
     offset: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SearchOffsetRequestHeader(Header):
     """SEARCH_OFFSET_BY_TIMESTAMP (29)."""
 
@@ -280,12 +285,12 @@ class SearchOffsetRequestHeader(Header):
     boundary_type: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SearchOffsetResponseHeader(Header):
     offset: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ConsumerSendMsgBackRequestHeader(Header):
     """CONSUMER_SEND_MSG_BACK (36): ``offset`` is the commit-log offset of the failed message."""
 
@@ -298,17 +303,17 @@ class ConsumerSendMsgBackRequestHeader(Header):
     max_reconsume_times: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GetConsumerListByGroupRequestHeader(Header):
     consumer_group: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class NotifyConsumerIdsChangedRequestHeader(Header):
     consumer_group: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class UnregisterClientRequestHeader(Header):
     WIRE_NAMES: ClassVar[Mapping[str, str]] = {"client_id": "clientID"}
 
@@ -320,13 +325,13 @@ class UnregisterClientRequestHeader(Header):
 # ---------------------------------------------------------------------------------------------- name server
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GetRouteInfoRequestHeader(Header):
     topic: str
     accept_standard_json_only: bool | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RegisterBrokerRequestHeader(Header):
     """REGISTER_BROKER (103); body = RegisterBrokerBody JSON (zlib-compressed when ``compressed``)."""
 
@@ -341,13 +346,13 @@ class RegisterBrokerRequestHeader(Header):
     body_crc32: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RegisterBrokerResponseHeader(Header):
     ha_server_addr: str | None = None
     master_addr: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class UnregisterBrokerRequestHeader(Header):
     broker_name: str
     broker_addr: str
@@ -355,13 +360,13 @@ class UnregisterBrokerRequestHeader(Header):
     broker_id: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GetKVConfigRequestHeader(Header):
     namespace: str
     key: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GetKVConfigResponseHeader(Header):
     value: str | None = None
 
@@ -369,7 +374,7 @@ class GetKVConfigResponseHeader(Header):
 # ---------------------------------------------------------------------------------------------- admin
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class CreateTopicRequestHeader(Header):
     """UPDATE_AND_CREATE_TOPIC (17)."""
 
@@ -384,14 +389,14 @@ class CreateTopicRequestHeader(Header):
     attributes: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class DeleteTopicRequestHeader(Header):
     """DELETE_TOPIC_IN_BROKER (215) and DELETE_TOPIC_IN_NAMESRV (216)."""
 
     topic: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class QueryMessageRequestHeader(Header):
     """QUERY_MESSAGE (12): messages by key; the body of the answer is encoded message records."""
 
@@ -402,13 +407,13 @@ class QueryMessageRequestHeader(Header):
     end_timestamp: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class QueryMessageResponseHeader(Header):
     index_last_update_timestamp: int
     index_last_update_phyoffset: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ViewMessageRequestHeader(Header):
     """VIEW_MESSAGE_BY_ID (33): ``offset`` is the commit-log offset decoded from an offset message id."""
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-import socket
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -62,9 +61,15 @@ _I32 = struct.Struct(">i")
 Host = tuple[str, int]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WireMessage:
-    """One stored message as the remoting protocol carries it (transport-neutral, no broker logic)."""
+    """One stored message as the remoting protocol carries it (transport-neutral, no broker logic).
+
+    ``properties_raw`` lets the broker pass the ``k\x01v\x02`` bytes its store already holds, which
+    saves re-encoding every property on the pull path; the decoder fills ``properties`` only.
+    Not frozen, because a frozen 17-field dataclass costs twice as much to build and consumers
+    decode one per message: treat instances as values.
+    """
 
     topic: str
     body: bytes
@@ -82,6 +87,7 @@ class WireMessage:
     flag: int = 0
     body_crc: int = 0
     store_size: int = 0  # TOTALSIZE as decoded; ignored when encoding
+    properties_raw: bytes | None = None  # when set, written verbatim instead of encoding ``properties``
 
     @property
     def offset_msg_id(self) -> str:
@@ -104,11 +110,19 @@ def body_crc(body: bytes) -> int:
 
 
 @functools.lru_cache(maxsize=256)
+def _ntoa(raw: bytes) -> str:
+    return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}"
+
+
+@functools.lru_cache(maxsize=256)
 def _ipv4(host: str) -> bytes:
+    """Four address bytes (cached: a broker sees few hosts); not IPv4 -> 0.0.0.0, as ali-ons reads 4 bytes."""
+    if host.startswith("::ffff:"):  # IPv4-mapped, as dual-stack sockets report peers
+        host = host[7:]
     try:
-        return socket.inet_aton(host)
-    except OSError:
-        return b"\x00\x00\x00\x00"  # not IPv4: ali-ons can only read 4 bytes
+        return ipaddress.IPv4Address(host).packed
+    except ValueError:
+        return b"\x00\x00\x00\x00"
 
 
 # ---------------------------------------------------------------------------------------------- records
@@ -117,7 +131,7 @@ def _ipv4(host: str) -> bytes:
 def encode_message(msg: WireMessage) -> bytes:
     """One V1 record (V2 only when the topic needs a 2-byte length)."""
     topic = msg.topic.encode("utf-8")
-    properties = props.encode(msg.properties)
+    properties = props.encode(msg.properties) if msg.properties_raw is None else msg.properties_raw
     if len(properties) > _PROPERTIES_MAX:
         raise errors.PropertiesTooLarge("properties", len(properties), _PROPERTIES_MAX)
     if len(topic) <= _TOPIC_V1_MAX:
@@ -159,48 +173,51 @@ def decode_message(data: bytes, pos: int = 0) -> tuple[WireMessage, int]:
     """The record at ``pos`` and the position after it."""
     try:
         return _decode_message(data, pos)
-    except (struct.error, UnicodeDecodeError, errors.InvalidProperty, ValueError) as exc:
+    except (struct.error, IndexError, errors.InvalidProperty, ValueError) as exc:
         raise InvalidBody(f"malformed message record at byte {pos}: {exc}") from None
 
 
 def _decode_message(data: bytes, pos: int) -> tuple[WireMessage, int]:
     start = pos
-    total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts = _HEAD.unpack_from(data, pos)
+    (total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_ip, born_port, store_ts,
+     store_ip, store_port, reconsume, prepared, body_len) = _V4_FIXED.unpack_from(data, pos)  # fmt: skip
     if magic != MAGIC_V1 and magic != MAGIC_V2:
         raise ValueError(f"unknown magic code {magic:#x}")
     if total < _V4_FIXED.size or start + total > len(data):
         raise ValueError(f"total size {total} is out of bounds")
-    pos += _HEAD.size
-    born_host, pos = _host(data, pos, sys_flag & BORNHOST_V6_FLAG)
-    (store_ts,) = _STAMP.unpack_from(data, pos)
-    store_host, pos = _host(data, pos + 8, sys_flag & STOREHOST_V6_FLAG)
-    reconsume, prepared, body_len = _TAIL.unpack_from(data, pos)
-    pos += _TAIL.size
-    if body_len < 0 or pos + body_len > start + total:
+    if sys_flag & _V6_FLAGS:  # rare: re-read fields 10-15 with 16-byte addresses
+        born_host, pos = _host(data, pos + _HEAD.size, sys_flag & BORNHOST_V6_FLAG)
+        (store_ts,) = _STAMP.unpack_from(data, pos)
+        store_host, pos = _host(data, pos + 8, sys_flag & STOREHOST_V6_FLAG)
+        reconsume, prepared, body_len = _TAIL.unpack_from(data, pos)
+        pos += _TAIL.size
+    else:
+        born_host = (_ntoa(born_ip), born_port)
+        store_host = (_ntoa(store_ip), store_port)
+        pos += _V4_FIXED.size
+    end = start + total
+    if body_len < 0 or pos + body_len > end:
         raise ValueError(f"body length {body_len} is out of bounds")
     body = data[pos : pos + body_len]
     pos += body_len
     if magic == MAGIC_V1:
-        (topic_len,) = _U8.unpack_from(data, pos)
+        topic_len = data[pos]
         pos += 1
     else:
         (topic_len,) = _U16.unpack_from(data, pos)
         pos += 2
-    end = start + total
     if pos + topic_len + 2 > end:
         raise ValueError("topic runs past the record")
     topic = data[pos : pos + topic_len].decode("utf-8")
     pos += topic_len
-    (props_len,) = _U16.unpack_from(data, pos)
+    props_len = (data[pos] << 8) | data[pos + 1]
     pos += 2
     if pos + props_len > end:
         raise ValueError("properties run past the record")
     properties = props.decode(data[pos : pos + props_len]) if props_len else {}
     msg = WireMessage(
-        topic=topic, body=body, properties=properties, queue_id=queue_id, queue_offset=queue_offset,
-        commit_log_offset=phys, sys_flag=sys_flag, born_timestamp=born_ts, born_host=born_host,
-        store_timestamp=store_ts, store_host=store_host, reconsume_times=reconsume,
-        prepared_transaction_offset=prepared, flag=flag, body_crc=crc, store_size=total,
+        topic, body, properties, queue_id, queue_offset, phys, sys_flag, born_ts, born_host, store_ts,
+        store_host, reconsume, prepared, flag, crc, total,
     )  # fmt: skip
     return msg, end
 
@@ -210,7 +227,7 @@ def _host(data: bytes, pos: int, v6: int) -> tuple[Host, int]:
         raw, port = _HOST6.unpack_from(data, pos)
         return (str(ipaddress.IPv6Address(raw)), port), pos + _HOST6.size
     raw, port = _HOST4.unpack_from(data, pos)
-    return (socket.inet_ntoa(raw), port), pos + _HOST4.size
+    return (_ntoa(raw), port), pos + _HOST4.size
 
 
 # ---------------------------------------------------------------------------------------------- batches

@@ -1,0 +1,1 @@
+"""Benchmarks for txmq and the brokers users would pick instead (see issue 8)."""

@@ -1,0 +1,186 @@
+"""Remoting throughput and latency against a ``txmq broker`` subprocess, through the protocol (1 KB bodies).
+
+Scenarios (each a few seconds; run on an idle machine, figures are per this machine):
+
+* ``single``: one producer, one message in flight, sync flush: msg/s and p50/p99 round trip;
+* ``pipelined``: single sends with ``--inflight`` requests in flight, async flush;
+* ``batch``: batches of 100 (SEND_BATCH_MESSAGE), sync flush, one in flight;
+* ``pull``: PULL_MESSAGE of 32 per request over the queues the pipelined run filled.
+
+Usage: ``python benchmarks/remoting_bench.py [--seconds 3] [--inflight 256] [--only single,batch]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+from tests.conftest import free_port, subprocess_env  # noqa: E402
+from tests.integration.remoting_support import send_header, wait_for_line  # noqa: E402
+
+from txmq.protocol.remoting.codes import RequestCode, ResponseCode  # noqa: E402
+from txmq.protocol.remoting.message_codec import BatchMessage, decode_messages, encode_batch  # noqa: E402
+from txmq.server.remoting_transport import RemotingEndpoint, connect  # noqa: E402
+
+BODY = os.urandom(512).hex().encode()  # 1 KB
+QUEUES = 4
+
+
+@contextmanager
+def broker(flush: str) -> Iterator[int]:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        port = free_port()
+        command = [
+            sys.executable, "-m", "txmq", "broker", "--data-dir", f"{tmp}/data", "--port", str(free_port()),
+            "--remoting-port", str(port), "--namesrv-port", str(free_port()), "--flush", flush,
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            command, env=subprocess_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            wait_for_line(process, "txmq broker ready on")
+            yield port
+        finally:
+            process.terminate()
+            process.wait(timeout=20)
+
+
+def report(name: str, count: int, elapsed: float, latencies_ms: list[float] | None = None) -> None:
+    line = f"{name:<28} {count / elapsed:>10,.0f} msg/s  ({count} in {elapsed:.2f} s)"
+    if latencies_ms:
+        qs = statistics.quantiles(latencies_ms, n=100)
+        line += f"  p50 {qs[49]:.3f} ms  p99 {qs[98]:.3f} ms"
+    print(line, flush=True)
+
+
+def _fields(topic: str, queue: int) -> dict[str, str]:
+    return send_header(topic, {"TAGS": "bench"}, queue_id=queue)
+
+
+async def single(endpoint: RemotingEndpoint, seconds: float) -> None:
+    fields = [_fields("BenchSingle", q) for q in range(QUEUES)]
+    latencies: list[float] = []
+    start = time.perf_counter()
+    i = 0
+    while time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
+        reply = await endpoint.request(RequestCode.SEND_MESSAGE_V2, fields[i % QUEUES], BODY)
+        latencies.append((time.perf_counter() - t0) * 1000)
+        assert reply.code == ResponseCode.SUCCESS, reply.remark
+        i += 1
+    report("single, 1 in flight (sync)", i, time.perf_counter() - start, latencies)
+
+
+async def pipelined(endpoint: RemotingEndpoint, seconds: float, inflight: int) -> int:
+    fields = [_fields("BenchPipe", q) for q in range(QUEUES)]
+    latencies: list[float] = []
+    done = 0
+    stop_at = time.perf_counter() + seconds
+
+    async def worker(k: int) -> None:
+        nonlocal done
+        i = k
+        while time.perf_counter() < stop_at:
+            t0 = time.perf_counter()
+            reply = await endpoint.request_nowait(RequestCode.SEND_MESSAGE_V2, fields[i % QUEUES], BODY)
+            latencies.append((time.perf_counter() - t0) * 1000)
+            assert reply.code == ResponseCode.SUCCESS, reply.remark
+            done += 1
+            i += 1
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker(k) for k in range(inflight)))
+    report(f"pipelined, {inflight} in flight (async)", done, time.perf_counter() - start, latencies)
+    return done
+
+
+async def batches(endpoint: RemotingEndpoint, seconds: float) -> None:
+    body = encode_batch([BatchMessage(BODY, {"TAGS": "bench"}) for _ in range(100)])
+    latencies: list[float] = []
+    start = time.perf_counter()
+    sent = 0
+    while time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
+        reply = await endpoint.request(
+            RequestCode.SEND_BATCH_MESSAGE, _fields("BenchBatch", sent // 100 % QUEUES), body
+        )
+        latencies.append((time.perf_counter() - t0) * 1000)
+        assert reply.code == ResponseCode.SUCCESS, reply.remark
+        sent += 100
+    report("batch of 100 (sync)", sent, time.perf_counter() - start, latencies)
+
+
+async def pull(endpoint: RemotingEndpoint, topic: str, total: int) -> None:
+    async def drain(queue: int) -> int:
+        offset, got = 0, 0
+        while True:
+            fields = {
+                "consumerGroup": "BenchGroup", "topic": topic, "queueId": str(queue),
+                "queueOffset": str(offset),
+                "maxMsgNums": "32", "sysFlag": "0", "commitOffset": "0", "suspendTimeoutMillis": "0",
+            }  # fmt: skip
+            reply = await endpoint.request(RequestCode.PULL_MESSAGE, fields)
+            if reply.code != ResponseCode.SUCCESS:
+                return got
+            got += len(decode_messages(reply.body))
+            offset = int(reply.ext_fields["nextBeginOffset"])
+
+    start = time.perf_counter()
+    got = sum(await asyncio.gather(*(drain(q) for q in range(QUEUES))))
+    report("pull, 32 per request", got, time.perf_counter() - start)
+    assert got == total, (got, total)
+
+
+async def run(args: argparse.Namespace) -> None:
+    only = set(args.only.split(",")) if args.only else {"single", "pipelined", "batch", "pull"}
+    if only & {"single", "batch"}:
+        with broker("sync") as port:
+            endpoint = await connect("127.0.0.1", port)
+            if "single" in only:
+                await single(endpoint, args.seconds)
+            if "batch" in only:
+                await batches(endpoint, args.seconds)
+            await endpoint.close()
+    if only & {"pipelined", "pull"}:
+        with broker("async") as port:
+            endpoint = await connect("127.0.0.1", port)
+            total = await pipelined(endpoint, args.seconds, args.inflight)
+            if "pull" in only:
+                await pull(endpoint, "BenchPipe", total)
+            await endpoint.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--inflight", type=int, default=256)
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""Pure conversions between apache.rocketmq.v2 wire messages and txmq's own types (no I/O).
+
+Inbound: a client's ``Message`` becomes a :class:`txmq.common.message.Message`. Outbound: a
+:class:`MessageView` becomes a delivered ``Message`` carrying every field official clients need
+(protocol.md §2.4): ``body_encoding`` and ``body_digest`` above all (Python raises without the first,
+Node cannot decode without the second).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import zlib
+from typing import Any
+
+from txmq.common import errors
+from txmq.common import properties as props
+from txmq.common.message import Message, MessageType, MessageView
+from txmq.protocol.grpc import pb
+
+_ENCODING_IDENTITY = pb.Encoding.IDENTITY
+_ENCODING_GZIP = pb.Encoding.GZIP
+_DIGEST_MD5 = pb.DigestType.MD5
+_TRANSACTION = pb.MessageType.TRANSACTION
+_OK = pb.Code.OK
+
+
+# ---- time ------------------------------------------------------------------------------------
+def timestamp_ms(ts: Any) -> int:
+    """A protobuf Timestamp in epoch milliseconds (seconds + nanos: Python sends whole seconds)."""
+    return int(ts.seconds) * 1000 + int(ts.nanos) // 1_000_000
+
+
+def set_timestamp(ts: Any, ms: int) -> None:
+    ts.seconds, rest = divmod(ms, 1000)
+    ts.nanos = rest * 1_000_000
+
+
+def duration_ms(duration: Any) -> int:
+    return int(duration.seconds) * 1000 + int(duration.nanos) // 1_000_000
+
+
+def set_duration(duration: Any, ms: int) -> None:
+    duration.seconds, rest = divmod(ms, 1000)
+    duration.nanos = rest * 1_000_000
+
+
+# ---- status ----------------------------------------------------------------------------------
+def status(code: int = errors.OK, message: str = "OK") -> Any:
+    return pb.Status(code=code, message=message)
+
+
+OK_STATUS: Any = status()
+
+
+# ---- inbound ---------------------------------------------------------------------------------
+def to_message(wire: Any) -> Message:
+    """A client's v2 Message as a txmq Message (the broker validates it)."""
+    sysp = wire.system_properties
+    body: bytes = wire.body
+    if sysp.body_encoding == _ENCODING_GZIP:
+        body = _gunzip(body)
+    group = sysp.message_group if sysp.HasField("message_group") and sysp.message_group else None
+    deliver = timestamp_ms(sysp.delivery_timestamp) if sysp.HasField("delivery_timestamp") else None
+    immunity = None
+    if sysp.HasField("orphaned_transaction_recovery_duration"):
+        immunity = max(0, duration_ms(sysp.orphaned_transaction_recovery_duration) // 1000)
+    return Message(
+        topic=wire.topic.name,
+        body=body,
+        tags=sysp.tag if sysp.HasField("tag") and sysp.tag else None,
+        keys=tuple(sysp.keys),
+        properties=dict(wire.user_properties),
+        message_group=group,
+        delivery_timestamp_ms=deliver if deliver else None,
+        message_id=sysp.message_id or None,
+        transactional=sysp.message_type == _TRANSACTION,
+        check_immunity_s=immunity,
+    )
+
+
+def _gunzip(body: bytes) -> bytes:
+    """GZIP bodies: the Java client compresses with zlib (deflate) despite the enum's name; take both."""
+    try:
+        if body[:2] == b"\x1f\x8b":
+            return gzip.decompress(body)
+        return zlib.decompress(body)
+    except (OSError, zlib.error, EOFError) as exc:
+        raise errors.InvalidArgument(
+            f"the message body is marked GZIP but does not decompress: {exc}"
+        ) from None
+
+
+# ---- outbound --------------------------------------------------------------------------------
+def body_digest(body: bytes) -> str:
+    """MD5 of the body in upper-case hex, as the Apache proxy sends it."""
+    return hashlib.md5(body, usedforsecurity=False).hexdigest().upper()
+
+
+def to_wire(view: MessageView, *, invisible_ms: int | None = None) -> Any:
+    """A delivered message with every field official clients read (protocol.md §2.4)."""
+    wire = pb.Message(body=view.body)
+    wire.topic.name = view.topic
+    user = props.user_properties(view.properties)
+    if user:
+        wire.user_properties.update(user)
+    sysp = wire.system_properties
+    sysp.message_id = view.message_id
+    sysp.body_encoding = _ENCODING_IDENTITY
+    sysp.body_digest.type = _DIGEST_MD5
+    sysp.body_digest.checksum = body_digest(view.body)
+    sysp.message_type = int(view.message_type) or int(MessageType.NORMAL)
+    set_timestamp(sysp.born_timestamp, view.born_timestamp_ms)
+    set_timestamp(sysp.store_timestamp, view.store_timestamp_ms)
+    sysp.born_host = view.born_host
+    sysp.store_host = view.store_host
+    sysp.queue_id = view.queue_id
+    sysp.queue_offset = view.queue_offset
+    sysp.delivery_attempt = max(1, view.delivery_attempt)
+    if view.tags:
+        sysp.tag = view.tags
+    if view.keys:
+        sysp.keys.extend(view.keys)
+    if view.message_group:
+        sysp.message_group = view.message_group
+    if view.delivery_timestamp_ms is not None:
+        set_timestamp(sysp.delivery_timestamp, view.delivery_timestamp_ms)
+    if view.receipt_handle:
+        sysp.receipt_handle = view.receipt_handle
+    if invisible_ms is not None:
+        set_duration(sysp.invisible_duration, invisible_ms)
+    origin_topic = view.properties.get(props.DLQ_ORIGIN_TOPIC)
+    if origin_topic:
+        sysp.dead_letter_queue.topic = origin_topic
+        sysp.dead_letter_queue.message_id = view.properties.get(props.DLQ_ORIGIN_MESSAGE_ID, view.message_id)
+    return wire

@@ -1,0 +1,354 @@
+"""The RocketMQ 5 gRPC front door: ``apache.rocketmq.v2.MessagingService`` on grpc.aio.
+
+One thin method per RPC: wire request -> :class:`Broker` call -> wire response. No business rules live
+here; failures become a v2 ``Status`` in :mod:`txmq.protocol.grpc.status` only. The operator door
+(``/txmq.Admin/Call``) is served on the same port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from txmq.broker.broker import Broker, OffsetPolicy
+from txmq.broker.send import SendContext
+from txmq.broker.topics import TopicConfig
+from txmq.common import errors, limits
+from txmq.common.message import Message, SendResult
+from txmq.protocol.grpc import convert, pb, routes
+from txmq.protocol.grpc.status import status_of
+from txmq.server import grpc_telemetry
+from txmq.server.admin_grpc import admin_handler
+from txmq.storage.api import ReadStatus
+
+CLIENT_ID_HEADER = "x-mq-client-id"
+DEFAULT_INVISIBLE_MS = 30_000  # PushConsumer sends auto_renew and no invisible duration
+DEFAULT_BATCH_SIZE = 32
+DEADLINE_MARGIN_MS = 500  # answer a long poll this long before the client's deadline
+S = pb.service
+_NOT_FOUND = convert.status(errors.MESSAGE_NOT_FOUND, "no new message")
+_OFFSET_POLICIES = {
+    pb.QueryOffsetPolicy.BEGINNING: OffsetPolicy.BEGINNING,
+    pb.QueryOffsetPolicy.END: OffsetPolicy.END,
+    pb.QueryOffsetPolicy.TIMESTAMP: OffsetPolicy.TIMESTAMP,
+}
+_RESOLUTIONS = {pb.TransactionResolution.COMMIT: True, pb.TransactionResolution.ROLLBACK: False}
+
+Handler = Callable[[Any, Any, Any], Awaitable[Any]]
+
+
+def _unary(response: Any) -> Callable[[Handler], Handler]:
+    """Turn any exception of a unary handler into ``response(status=...)``."""
+
+    def wrap(fn: Handler) -> Handler:
+        @functools.wraps(fn)
+        async def call(self: Any, request: Any, context: Any) -> Any:
+            try:
+                return await fn(self, request, context)
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
+                return response(status=status_of(exc))
+
+        return call
+
+    return wrap
+
+
+def client_id_of(context: Any, *, required: bool = True) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == CLIENT_ID_HEADER:
+            return str(value)
+    if required:
+        raise errors.ClientIdRequired(f"the {CLIENT_ID_HEADER} metadata header is missing")
+    return ""
+
+
+def _peer_host(context: Any) -> str:
+    peer = str(context.peer() or "")  # "ipv4:127.0.0.1:5555" / "ipv6:[::1]:5555"
+    _, _, rest = peer.partition(":")
+    return rest.rpartition(":")[0].strip("[]")
+
+
+def _long_poll_ms(request: Any, context: Any) -> int:
+    wanted = (
+        convert.duration_ms(request.long_polling_timeout) if request.HasField("long_polling_timeout") else 0
+    )
+    remaining = context.time_remaining()
+    if remaining is not None:
+        wanted = min(wanted, int(remaining * 1000) - DEADLINE_MARGIN_MS)
+    return max(0, min(wanted, limits.long_polling_ms_max))
+
+
+def _expression(filter_expression: Any) -> str:
+    if filter_expression.type == pb.FilterType.SQL:
+        raise errors.Unsupported("SQL92 filter expressions are not supported; use a tag expression (a || b)")
+    return str(filter_expression.expression or "*")
+
+
+def _topic_route(config: TopicConfig) -> routes.TopicRoute:
+    return routes.TopicRoute(
+        config.name, config.queues, config.message_type.accepted(), config.readable, config.writable
+    )
+
+
+def _send_entry(result: SendResult) -> Any:
+    return S.SendResultEntry(
+        status=convert.OK_STATUS,
+        message_id=result.message_id,
+        transaction_id=result.transaction_id or "",
+        offset=result.queue_offset,
+        recall_handle=result.recall_handle or "",
+    )
+
+
+class MessagingServicer:
+    """apache.rocketmq.v2.MessagingService, translated onto a :class:`Broker`.
+
+    ReceiveMessage pops from every queue of the topic whatever queue the request names, as the Apache
+    proxy does: the Python SimpleConsumer names a randomly chosen queue per call and would otherwise
+    long-poll empty queues while others hold messages. FIFO order needs no queue pinning: a message
+    group lives in one queue and the broker hands out its next message only after the previous one.
+    """
+
+    def __init__(self, broker: Broker, advertised_host: str, advertised_port: int) -> None:
+        self.broker = broker
+        self.endpoints = routes.endpoints(advertised_host, advertised_port)
+
+    def _where(self, requested: Any) -> Any:
+        """The endpoints a client should use: the ones it used to reach us, else our advertised ones."""
+        return requested if requested.addresses else self.endpoints
+
+    # ---- routes and clients ------------------------------------------------------------------
+    @_unary(S.QueryRouteResponse)
+    async def QueryRoute(self, request: Any, context: Any) -> Any:
+        topic = _topic_route(self.broker.route(request.topic.name))
+        queues = routes.route(topic, self.broker.config.broker_name, self._where(request.endpoints))
+        return S.QueryRouteResponse(status=convert.OK_STATUS, message_queues=queues)
+
+    @_unary(S.HeartbeatResponse)
+    async def Heartbeat(self, request: Any, context: Any) -> Any:
+        group = {request.group.name} if request.HasField("group") and request.group.name else None
+        kind = grpc_telemetry.client_kind(request.client_type)
+        self.broker.clients.touch(client_id_of(context), kind=kind, groups=group, protocol="grpc")
+        return S.HeartbeatResponse(status=convert.OK_STATUS)
+
+    async def Telemetry(self, request_iterator: Any, context: Any) -> AsyncIterator[Any]:
+        try:
+            client_id = client_id_of(context)
+        except errors.TxmqError as exc:
+            yield S.TelemetryCommand(status=status_of(exc))
+            return
+        channel = grpc_telemetry.TelemetryChannel()
+        reader = asyncio.ensure_future(
+            grpc_telemetry.read_commands(self.broker, client_id, channel, request_iterator)
+        )
+        try:
+            async for command in channel.commands():
+                yield command
+        finally:
+            channel.close()
+            reader.cancel()
+            self.broker.clients.detach_channel(client_id, channel)
+
+    @_unary(S.NotifyClientTerminationResponse)
+    async def NotifyClientTermination(self, request: Any, context: Any) -> Any:
+        self.broker.clients.remove(client_id_of(context))
+        return S.NotifyClientTerminationResponse(status=convert.OK_STATUS)
+
+    @_unary(S.QueryAssignmentResponse)
+    async def QueryAssignment(self, request: Any, context: Any) -> Any:
+        topic = _topic_route(self.broker.route(request.topic.name))
+        queues = self.broker.query_assignment(request.topic.name, request.group.name)
+        found = routes.assignments(topic, queues, self._where(request.endpoints))
+        return S.QueryAssignmentResponse(status=convert.OK_STATUS, assignments=found)
+
+    # ---- producing ---------------------------------------------------------------------------
+    @_unary(S.SendMessageResponse)
+    async def SendMessage(self, request: Any, context: Any) -> Any:
+        if not request.messages:
+            raise errors.InvalidArgument("a send request must carry at least one message")
+        born_host = request.messages[0].system_properties.born_host or _peer_host(context)
+        ctx = SendContext(born_host=born_host, client_id=client_id_of(context, required=False) or None)
+        messages: list[Message] = []
+        try:
+            messages = [convert.to_message(m) for m in request.messages]
+            results = await self.broker.send(messages, ctx)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
+            failed = status_of(exc)
+            entries = [
+                S.SendResultEntry(status=failed, message_id=m.system_properties.message_id)
+                for m in request.messages
+            ]
+            return S.SendMessageResponse(status=failed, entries=entries)
+        return S.SendMessageResponse(status=convert.OK_STATUS, entries=[_send_entry(r) for r in results])
+
+    @_unary(S.EndTransactionResponse)
+    async def EndTransaction(self, request: Any, context: Any) -> Any:
+        await self.broker.end_transaction(
+            topic=request.topic.name,
+            message_id=request.message_id,
+            transaction_id=request.transaction_id,
+            commit=_RESOLUTIONS.get(request.resolution),
+            from_check=request.source == pb.TransactionSource.SOURCE_SERVER_CHECK,
+            client_id=client_id_of(context, required=False),
+        )
+        return S.EndTransactionResponse(status=convert.OK_STATUS)
+
+    @_unary(S.RecallMessageResponse)
+    async def RecallMessage(self, request: Any, context: Any) -> Any:
+        message_id = await self.broker.recall(request.topic.name, request.recall_handle)
+        return S.RecallMessageResponse(status=convert.OK_STATUS, message_id=message_id)
+
+    # ---- POP consumption ---------------------------------------------------------------------
+    async def ReceiveMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        response = S.ReceiveMessageResponse
+        invisible_ms = DEFAULT_INVISIBLE_MS
+        try:
+            if request.HasField("invisible_duration"):
+                invisible_ms = convert.duration_ms(request.invisible_duration)
+            messages = await self.broker.receive(
+                group=request.group.name,
+                topic=request.message_queue.topic.name,
+                expression=_expression(request.filter_expression),
+                batch_size=request.batch_size or DEFAULT_BATCH_SIZE,
+                invisible_ms=invisible_ms,
+                long_poll_ms=_long_poll_ms(request, context),
+                queue_id=None,  # like the proxy: pop from every queue (see the class docstring)
+            )
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
+            yield response(status=status_of(exc))
+            return
+        if messages:
+            yield response(status=convert.OK_STATUS)
+            for view in messages:
+                yield response(message=convert.to_wire(view, invisible_ms=invisible_ms))
+        else:
+            yield response(status=_NOT_FOUND)
+        last = response()
+        convert.set_timestamp(last.delivery_timestamp, self.broker.clock.now_ms())
+        yield last
+
+    @_unary(S.AckMessageResponse)
+    async def AckMessage(self, request: Any, context: Any) -> Any:
+        group = request.group.name
+        entries = []
+        first_failure = None
+        for entry in request.entries:
+            try:
+                self.broker.ack(group=group, receipt_handle=entry.receipt_handle)
+                result_status = convert.OK_STATUS
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
+                result_status = status_of(exc)
+                first_failure = first_failure or result_status
+            entries.append(
+                S.AckMessageResultEntry(
+                    message_id=entry.message_id, receipt_handle=entry.receipt_handle, status=result_status
+                )
+            )
+        return S.AckMessageResponse(status=first_failure or convert.OK_STATUS, entries=entries)
+
+    @_unary(S.ChangeInvisibleDurationResponse)
+    async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
+        handle = self.broker.change_invisible(
+            group=request.group.name,
+            receipt_handle=request.receipt_handle,
+            invisible_ms=convert.duration_ms(request.invisible_duration),
+        )
+        return S.ChangeInvisibleDurationResponse(status=convert.OK_STATUS, receipt_handle=handle)
+
+    @_unary(S.ForwardMessageToDeadLetterQueueResponse)
+    async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
+        await self.broker.forward_to_dlq(group=request.group.name, receipt_handle=request.receipt_handle)
+        return S.ForwardMessageToDeadLetterQueueResponse(status=convert.OK_STATUS)
+
+    @_unary(S.SyncLiteSubscriptionResponse)
+    async def SyncLiteSubscription(self, request: Any, context: Any) -> Any:
+        raise errors.Unsupported("lite topics are not supported")
+
+    # ---- offset-based pull -------------------------------------------------------------------
+    async def PullMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        response = S.PullMessageResponse
+        try:
+            result = await self.broker.pull(
+                group=request.group.name or None,
+                topic=request.message_queue.topic.name,
+                queue_id=request.message_queue.id,
+                offset=request.offset,
+                batch_size=request.batch_size or DEFAULT_BATCH_SIZE,
+                expression=_expression(request.filter_expression),
+                long_poll_ms=_long_poll_ms(request, context),
+            )
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
+            yield response(status=status_of(exc))
+            return
+        yield response(status=_pull_status(result.status, result.min_offset, result.max_offset))
+        for view in result.messages:
+            yield response(message=convert.to_wire(view))
+        yield response(next_offset=result.next_offset)
+
+    @_unary(S.GetOffsetResponse)
+    async def GetOffset(self, request: Any, context: Any) -> Any:
+        queue = request.message_queue
+        offset = self.broker.get_offset(request.group.name, queue.topic.name, queue.id)
+        if offset is None:
+            raise errors.OffsetNotFound(
+                f"group {request.group.name} has no offset for {queue.topic.name}:{queue.id}"
+            )
+        return S.GetOffsetResponse(status=convert.OK_STATUS, offset=offset)
+
+    @_unary(S.UpdateOffsetResponse)
+    async def UpdateOffset(self, request: Any, context: Any) -> Any:
+        queue = request.message_queue
+        self.broker.update_offset(request.group.name, queue.topic.name, queue.id, request.offset)
+        return S.UpdateOffsetResponse(status=convert.OK_STATUS)
+
+    @_unary(S.QueryOffsetResponse)
+    async def QueryOffset(self, request: Any, context: Any) -> Any:
+        queue = request.message_queue
+        policy = _OFFSET_POLICIES.get(request.query_offset_policy)
+        if policy is None:
+            raise errors.InvalidArgument(f"unknown query offset policy {request.query_offset_policy}")
+        if policy is OffsetPolicy.TIMESTAMP and not request.HasField("timestamp"):
+            raise errors.InvalidArgument("a TIMESTAMP offset query needs a timestamp")
+        at_ms = convert.timestamp_ms(request.timestamp) if request.HasField("timestamp") else 0
+        offset = self.broker.query_offset(queue.topic.name, queue.id, policy, at_ms)
+        return S.QueryOffsetResponse(status=convert.OK_STATUS, offset=offset)
+
+
+def _pull_status(status: ReadStatus, min_offset: int, max_offset: int) -> Any:
+    if status is ReadStatus.FOUND:
+        return convert.OK_STATUS
+    if status in (ReadStatus.OFFSET_TOO_SMALL, ReadStatus.OFFSET_OVERFLOW):
+        return convert.status(
+            errors.ILLEGAL_OFFSET, f"offset out of range: the queue holds offsets {min_offset}..{max_offset}"
+        )
+    return _NOT_FOUND
+
+
+def _advertised(host: str) -> str:
+    return "127.0.0.1" if host in ("", "0.0.0.0", "::", "[::]") else host
+
+
+async def serve(
+    broker: Broker, host: str, port: int, *, advertised_host: str | None = None
+) -> grpc.aio.Server:
+    """Start MessagingService and the admin door on ``host:port`` (port 0: any free port).
+
+    The bound port is ``server.txmq_port``.
+    """
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
+            ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
+        ]
+    )
+    bound = server.add_insecure_port(f"{host}:{port}")
+    servicer = MessagingServicer(broker, advertised_host or _advertised(host), bound)
+    pb.add_MessagingServiceServicer_to_server(servicer, server)
+    server.add_generic_rpc_handlers((admin_handler(broker),))
+    await server.start()
+    server.txmq_port = bound
+    return server

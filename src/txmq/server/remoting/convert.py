@@ -1,0 +1,88 @@
+"""Wire <-> broker types: send headers and properties to ``Message``, ``MessageView`` to message records.
+
+4.x clients carry every message field as a property (``TAGS``, ``KEYS``, ``UNIQ_KEY``, ``DELAY``,
+``__SHARDINGKEY``, ``TRAN_MSG``); txmq's ``Message`` has them as fields, and the broker writes them back
+as the same properties, so a record reads the same through either front door.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+
+from txmq.broker.records import split_host
+from txmq.common import errors
+from txmq.common import properties as props
+from txmq.common.message import Message, MessageView, SysFlag
+from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
+from txmq.protocol.remoting.message_codec import WireMessage, body_crc
+
+_CONSUMED = frozenset(
+    {props.TAGS, props.KEYS, props.UNIQ_KEY, props.DELAY, props.SHARDING_KEY, props.TRAN_MSG}
+)
+# ali-ons spells the sharding key differently; its queue choice already follows the key.
+_ALI_SHARDING_KEY = "__SHARDING_KEY"
+
+
+def to_message(topic: str, body: bytes, properties: Mapping[str, str], sys_flag: int) -> Message:
+    """A ``Message`` from a 4.x send: message fields out of the properties, the rest passed along."""
+    delay = properties.get(props.DELAY, "")
+    try:
+        delay_level = int(delay) if delay else None
+    except ValueError:
+        raise errors.InvalidDeliveryTime(f"DELAY property {delay[:16]!r} is not a delay level") from None
+    transactional = properties.get(props.TRAN_MSG, "").lower() == "true" or bool(
+        sys_flag & TRANSACTION_PREPARED_TYPE
+    )
+    group = properties.get(props.SHARDING_KEY) or properties.get(_ALI_SHARDING_KEY) or None
+    if group is not None and (transactional or delay_level):
+        group = None  # 4.x allows an ordered-by-key delay or transaction; the key only picked the queue
+    keys = properties.get(props.KEYS, "")
+    return Message(
+        topic=topic,
+        body=body,
+        tags=properties.get(props.TAGS) or None,
+        keys=tuple(k for k in keys.split(props.KEY_SEPARATOR) if k),
+        properties={k: v for k, v in properties.items() if k not in _CONSUMED and k != _ALI_SHARDING_KEY},
+        message_group=group,
+        delay_level=delay_level or None,
+        message_id=properties.get(props.UNIQ_KEY) or None,
+        transactional=transactional,
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _host(host_port: str) -> tuple[str, int]:
+    """``"ip:port"`` -> ``(ip, port)``; cached: a broker has one store host and few born hosts."""
+    return split_host(host_port or "127.0.0.1:0")
+
+
+def to_wire(view: MessageView, *, topic: str | None = None, sys_flag: int = 0) -> WireMessage:
+    """The message record a 4.x consumer decodes (V1, IPv4 hosts)."""
+    return WireMessage(
+        topic=topic or view.topic,
+        body=view.body,
+        properties=dict(view.properties),
+        queue_id=view.queue_id,
+        queue_offset=view.queue_offset,
+        commit_log_offset=view.commit_log_offset,
+        sys_flag=sys_flag,
+        born_timestamp=view.born_timestamp_ms,
+        born_host=_host(view.born_host),
+        store_timestamp=view.store_timestamp_ms,
+        store_host=_host(view.store_host),
+        reconsume_times=view.reconsume_times,
+        body_crc=body_crc(view.body),
+    )
+
+
+def check_wire(view: MessageView, transaction_id: str, producer_group: str) -> WireMessage:
+    """The half message of a CHECK_TRANSACTION_STATE: what 4.x producers need to find their producer."""
+    properties = dict(view.properties)
+    properties.setdefault(props.PRODUCER_GROUP, producer_group)
+    properties[props.TRAN_MSG] = "true"
+    properties[props.TRANSACTION_ID] = transaction_id
+    if view.message_id:
+        properties.setdefault(props.UNIQ_KEY, view.message_id)
+    return dataclasses.replace(to_wire(view, sys_flag=SysFlag.TRANSACTION_PREPARED), properties=properties)

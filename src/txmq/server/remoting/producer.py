@@ -1,0 +1,104 @@
+"""Producer requests: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320),
+END_TRANSACTION (37)."""
+
+from __future__ import annotations
+
+import logging
+
+from txmq.broker.send import SendContext
+from txmq.common import errors, msgid
+from txmq.common import properties as props
+from txmq.common.message import Message, SendResult
+from txmq.protocol.remoting.codes import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    ResponseCode,
+)
+from txmq.protocol.remoting.command import RemotingCommand, make_response
+from txmq.protocol.remoting.headers import (
+    EndTransactionRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+    parse_send_header,
+)
+from txmq.protocol.remoting.message_codec import decode_batch
+from txmq.server.remoting.context import RemotingContext
+from txmq.server.remoting.convert import to_message
+from txmq.server.remoting_transport import RemotingEndpoint
+
+log = logging.getLogger(__name__)
+
+
+def _is_batch(request: RemotingCommand, header: SendMessageRequestHeader) -> bool:
+    """Code 320, or ``batch`` set: "true" from Java, "1" from the C++ client (which batches with code 10)."""
+    return header.batch or request.ext_fields.get("batch") == "1"
+
+
+def _messages(header: SendMessageRequestHeader, body: bytes, batch: bool) -> list[Message]:
+    if not batch:
+        properties = props.decode(header.properties.encode("utf-8")) if header.properties else {}
+        return [to_message(header.topic, body, properties, header.sys_flag)]
+    entries = decode_batch(body)
+    if not entries:
+        raise errors.InvalidArgument("the batch is empty")
+    return [to_message(header.topic, e.body, e.properties, header.sys_flag) for e in entries]
+
+
+async def send(ctx: RemotingContext, request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand:
+    """Store one message or one atomic batch; answer with the offset message id(s) and queue position."""
+    header = parse_send_header(request)
+    messages = _messages(header, request.body, _is_batch(request, header))
+    context = SendContext(
+        producer_group=header.producer_group or None,
+        born_host=endpoint.peer,
+        queue_id=header.queue_id if header.queue_id >= 0 else None,
+    )
+    results = await ctx.broker.send(messages, context)
+    return make_response(request, ResponseCode.SUCCESS, ext_fields=_response_header(results).to_ext_fields())
+
+
+def _response_header(results: list[SendResult]) -> SendMessageResponseHeader:
+    first = results[0]
+    offset_ids = ",".join(r.offset_message_id or r.message_id for r in results)
+    return SendMessageResponseHeader(
+        msg_id=offset_ids,
+        queue_id=first.queue.queue_id,
+        queue_offset=first.queue_offset,
+        transaction_id=first.transaction_id,
+        batch_uniq_id=",".join(r.message_id for r in results) if len(results) > 1 else None,
+        recall_handle=first.recall_handle,
+    )
+
+
+_DECISIONS: dict[int, bool | None] = {
+    TRANSACTION_COMMIT_TYPE: True,
+    TRANSACTION_ROLLBACK_TYPE: False,
+    TRANSACTION_NOT_TYPE: None,
+}
+
+
+async def end_transaction(
+    ctx: RemotingContext, request: RemotingCommand, endpoint: RemotingEndpoint
+) -> RemotingCommand | None:
+    """Commit, roll back or report "unknown"; 4.x sends it oneway, so failures are only logged then."""
+    header = EndTransactionRequestHeader.from_command(request)
+    if header.commit_or_rollback not in _DECISIONS:
+        raise errors.InvalidArgument(f"commitOrRollback {header.commit_or_rollback} is not 0, 8 or 12")
+    decision = _DECISIONS[header.commit_or_rollback]
+    transaction_id = header.transaction_id or ""
+    if msgid.parse_offset_message_id(transaction_id) is None:
+        # the Java client sends its own id here; the half message's commit-log offset is authoritative
+        transaction_id = ctx.broker.transactions.transaction_id_of(header.commit_log_offset)
+    try:
+        await ctx.broker.end_transaction(
+            topic=header.topic or "", message_id=header.msg_id, transaction_id=transaction_id,
+            commit=decision,
+            from_check=header.from_transaction_check, client_id=endpoint.peer,
+        )  # fmt: skip
+    except errors.TxmqError as exc:
+        if request.is_oneway:
+            log.warning("END_TRANSACTION %s from %s failed: %s", transaction_id, endpoint.peer, exc.message)
+            return None
+        raise
+    return make_response(request, ResponseCode.SUCCESS)

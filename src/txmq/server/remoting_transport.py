@@ -1,0 +1,305 @@
+"""The asyncio driver of a remoting connection, for both ends (broker and client).
+
+``RemotingEndpoint`` is an ``asyncio.Protocol`` that feeds bytes through the sans-IO
+``RemotingConnection`` and does only what needs a socket:
+
+* requests from the peer run as concurrent tasks (pipelining: many in flight, answered by opaque in
+  whatever order they finish; a long-polling pull never blocks the requests behind it);
+* replies are coalesced: everything written during one loop iteration goes out in one
+  ``transport.write``;
+* our own requests wait on futures matched by opaque (``request``), or go out ``oneway``;
+* a malformed frame closes that connection with a logged reason and nothing else;
+* reading pauses while too many requests of this connection are being handled (back-pressure).
+
+``connect(host, port, handler=...)`` opens a client endpoint; ``serve(host, port, handler)`` a server.
+A handler is ``async (request, endpoint) -> response | None`` (None for oneway requests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+from txmq.common import errors
+from txmq.protocol.remoting.codes import LanguageCode, ResponseCode
+from txmq.protocol.remoting.command import RemotingCommand, make_response
+from txmq.protocol.remoting.connection import (
+    NEED_DATA,
+    ConnectionClosed,
+    RemotingConnection,
+    Response,
+    UnmatchedResponse,
+)
+from txmq.protocol.remoting.errors import RemoteProtocolError
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[RemotingCommand, "RemotingEndpoint"], Awaitable[RemotingCommand | None]]
+
+_HANDLING_MAX: Final = 4096  # requests of one connection handled at once before reading pauses
+_HANDLING_RESUME: Final = _HANDLING_MAX // 2
+
+
+class RemotingEndpoint(asyncio.Protocol):
+    """One remoting connection, either end. Not thread-safe; lives on one event loop."""
+
+    def __init__(self, handler: Handler | None = None, *, language: LanguageCode = LanguageCode.JAVA) -> None:
+        self._conn = RemotingConnection(language=language)
+        self._handler = handler
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
+        self._waiting: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reading_paused = False
+        self._closed = False
+        self._close_callbacks: list[Callable[[RemotingEndpoint], None]] = []
+        self.closed_future: asyncio.Future[None] = self._loop.create_future()
+        self.peer = ""
+        self.local = ""
+        self.attachments: dict[str, object] = {}  # per-connection state of the layer above (client ids ...)
+
+    # ------------------------------------------------------------------------------ asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # a stream transport (uvloop's is not a subclass)
+        self.peer = _addr(transport.get_extra_info("peername"))
+        self.local = _addr(transport.get_extra_info("sockname"))
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                import socket
+
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._conn.receive_data(data)
+            self._drain_events()
+        except RemoteProtocolError as exc:
+            log.warning("closing remoting connection from %s: %s", self.peer, exc)
+            self._abort()
+
+    def eof_received(self) -> bool | None:
+        with contextlib.suppress(errors.ProtocolError):
+            self._conn.receive_data(b"")
+            self._drain_events()
+        return None  # let the transport close itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._transport = None
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(errors.ConnectionError_(f"connection to {self.peer} closed"))
+        self._waiting.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        for callback in self._close_callbacks:
+            try:
+                callback(self)
+            except Exception:
+                log.exception("a close callback failed")
+        if not self.closed_future.done():
+            self.closed_future.set_result(None)
+
+    # ------------------------------------------------------------------------------ events
+    def _drain_events(self) -> None:
+        conn = self._conn
+        while True:
+            event = conn.next_event()
+            if event is NEED_DATA:
+                return
+            if isinstance(event, RemotingCommand):
+                self._start_handling(event)
+            elif isinstance(event, Response):
+                future = self._waiting.pop(event.command.opaque, None)
+                if future is not None and not future.done():
+                    future.set_result(event.command)
+            elif isinstance(event, UnmatchedResponse):
+                log.debug("late or unknown response opaque=%d from %s", event.command.opaque, self.peer)
+            elif isinstance(event, ConnectionClosed):
+                return
+
+    def _start_handling(self, request: RemotingCommand) -> None:
+        if self._handler is None:
+            if not request.is_oneway:
+                self.write(make_response(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "no handler here"))
+            return
+        task = self._loop.create_task(self._handle(request, self._handler))
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        if len(self._tasks) >= _HANDLING_MAX and not self._reading_paused and self._transport is not None:
+            self._reading_paused = True
+            self._transport.pause_reading()
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if self._reading_paused and len(self._tasks) <= _HANDLING_RESUME and self._transport is not None:
+            self._reading_paused = False
+            self._transport.resume_reading()
+
+    async def _handle(self, request: RemotingCommand, handler: Handler) -> None:
+        try:
+            response = await handler(request, self)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("remoting handler for code %d failed", request.code)
+            response = (
+                None
+                if request.is_oneway
+                else make_response(request, ResponseCode.SYSTEM_ERROR, "internal error")
+            )
+        if response is not None and not request.is_oneway:
+            self.write(response)
+
+    # ------------------------------------------------------------------------------ writing
+    def is_open(self) -> bool:
+        return not self._closed and self._transport is not None and not self._transport.is_closing()
+
+    def write(self, command: RemotingCommand) -> bool:
+        """Queue ``command`` for the next coalesced write; False if the connection is gone."""
+        if not self.is_open():
+            return False
+        try:
+            data = self._conn.send(command)
+        except errors.ProtocolError as exc:
+            log.warning("cannot send code %d to %s: %s", command.code, self.peer, exc)
+            return False
+        self._out.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+        return True
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        out, self._out = self._out, []
+        if self._transport is not None and out:
+            self._transport.write(b"".join(out) if len(out) > 1 else out[0])
+
+    # ------------------------------------------------------------------------------ our requests
+    def new_request(
+        self, code: int, ext_fields: dict[str, str] | None = None, body: bytes = b"", *, oneway: bool = False
+    ) -> RemotingCommand:
+        return self._conn.new_request(code, ext_fields, body, oneway=oneway)
+
+    def request_nowait(
+        self, code: int, ext_fields: dict[str, str] | None = None, body: bytes = b""
+    ) -> asyncio.Future[RemotingCommand]:
+        """Send a request; the future resolves to its response (for pipelining many at once)."""
+        command = self._conn.new_request(code, ext_fields, body)
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        if not self.write(command):
+            future.set_exception(errors.ConnectionError_(f"connection to {self.peer} is closed"))
+            return future
+        self._waiting[command.opaque] = future
+        return future
+
+    async def request(
+        self, code: int, ext_fields: dict[str, str] | None = None, body: bytes = b"", *, timeout: float = 5.0
+    ) -> RemotingCommand:
+        """Send a request and wait for its response; ``RequestTimeout`` after ``timeout`` seconds."""
+        command = self._conn.new_request(code, ext_fields, body)
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        if not self.write(command):
+            raise errors.ConnectionError_(f"connection to {self.peer} is closed")
+        self._waiting[command.opaque] = future
+        # a timer handle, not asyncio.wait_for: no extra task per request on the hot path
+        timer = self._loop.call_later(timeout, self._expire, command.opaque, future)
+        try:
+            return await future
+        finally:
+            timer.cancel()
+
+    def _expire(self, opaque: int, future: asyncio.Future[RemotingCommand]) -> None:
+        if self._waiting.get(opaque) is future:
+            del self._waiting[opaque]
+            self._conn.forget(opaque)
+        if not future.done():
+            future.set_exception(errors.RequestTimeout(f"no response to request {opaque} from {self.peer}"))
+
+    def oneway(self, code: int, ext_fields: dict[str, str] | None = None, body: bytes = b"") -> bool:
+        """Send a oneway request; True if it was handed to an open connection."""
+        return self.write(self._conn.new_request(code, ext_fields, body, oneway=True))
+
+    # ------------------------------------------------------------------------------ closing
+    def add_close_callback(self, callback: Callable[[RemotingEndpoint], None]) -> None:
+        self._close_callbacks.append(callback)
+
+    def _abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+    async def close(self) -> None:
+        """Flush what is queued, close, and wait until the connection is gone."""
+        if self._transport is not None and not self._transport.is_closing():
+            self._flush()
+            self._transport.close()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.closed_future
+
+
+def _addr(value: object) -> str:
+    if isinstance(value, tuple) and len(value) >= 2:
+        return f"{value[0]}:{value[1]}"
+    return str(value or "")
+
+
+async def connect(
+    host: str,
+    port: int,
+    *,
+    handler: Handler | None = None,
+    language: LanguageCode = LanguageCode.PYTHON,
+    timeout: float = 5.0,
+) -> RemotingEndpoint:
+    """A client endpoint connected to ``host:port``; ``handler`` answers requests the server sends us."""
+    loop = asyncio.get_running_loop()
+    try:
+        _, endpoint = await asyncio.wait_for(
+            loop.create_connection(lambda: RemotingEndpoint(handler, language=language), host, port), timeout
+        )
+    except (OSError, TimeoutError) as exc:
+        raise errors.ConnectionError_(f"cannot connect to {host}:{port}: {exc}") from None
+    return endpoint
+
+
+class RemotingServer:
+    """A listening socket whose connections are ``RemotingEndpoint``s sharing one handler."""
+
+    def __init__(self, server: asyncio.Server, endpoints: set[RemotingEndpoint]) -> None:
+        self._server = server
+        self._endpoints = endpoints
+
+    @property
+    def port(self) -> int:
+        return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def endpoints(self) -> set[RemotingEndpoint]:
+        return self._endpoints
+
+    async def close(self) -> None:
+        self._server.close()
+        for endpoint in list(self._endpoints):
+            await endpoint.close()
+        await self._server.wait_closed()
+
+
+async def serve(host: str, port: int, handler: Handler) -> RemotingServer:
+    """Listen on ``host:port`` (0 picks a free port); every connection runs ``handler``."""
+    endpoints: set[RemotingEndpoint] = set()
+
+    def factory() -> RemotingEndpoint:
+        endpoint = RemotingEndpoint(handler)
+        endpoints.add(endpoint)
+        endpoint.add_close_callback(endpoints.discard)
+        return endpoint
+
+    server = await asyncio.get_running_loop().create_server(factory, host, port, reuse_address=True)
+    return RemotingServer(server, endpoints)

@@ -1,0 +1,230 @@
+"""Offline checks and repair of a store directory (``txmq store verify`` / ``txmq store repair``).
+
+``verify_store`` walks every record of every segment and checks every CRC, without changing
+anything. ``repair_store`` cuts a torn tail, and for mid-log corruption first copies every affected
+segment to ``<data_dir>/quarantine/`` and then (only when confirmed) truncates at the bad record,
+reporting exactly how many records and bytes after it are lost. ConsumeQueues, the index and the
+checkpoint are then removed so the next open rebuilds them from the log.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from txmq.common.errors import CorruptRecord
+from txmq.storage import codec
+from txmq.storage.api import StoredRecord
+from txmq.storage.checkpoint import CHECKPOINT_FILE, load_checkpoint, load_layout
+from txmq.storage.fs import FileSystem
+from txmq.storage.segment import Segment, SegmentList, has_valid_record_after, scan_segment
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    segment: str
+    position: int  # byte position inside the segment file
+    offset: int  # log offset
+    reason: str
+    torn_tail: bool  # True: recovery would cut it; False: mid-log corruption
+    records_after: int  # valid records after the bad one (lost if truncated there)
+    bytes_after: int  # bytes from the bad record to the end of the log
+
+
+@dataclass(slots=True)
+class VerifyReport:
+    data_dir: str
+    segment_bytes: int
+    segments: int = 0
+    records: int = 0
+    bytes: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    checkpoint: str = "missing"
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def open_segments(fs: FileSystem, data_dir: str, segment_bytes: int | None) -> SegmentList:
+    pinned = load_layout(fs, data_dir)
+    size = pinned if pinned is not None else segment_bytes
+    if size is None:
+        raise CorruptRecord(f"{data_dir} has no layout file; pass the segment size explicitly")
+    segments = SegmentList(fs, posixpath.join(data_dir, "commitlog"), size)
+    segments.load()
+    return segments
+
+
+def verify_store(fs: FileSystem, data_dir: str, segment_bytes: int | None = None) -> VerifyReport:
+    """Walk every record; never modifies anything."""
+    segments = open_segments(fs, data_dir, segment_bytes)
+    try:
+        report = VerifyReport(data_dir, segments.segment_bytes, segments=len(segments.segments))
+        report.checkpoint = _checkpoint_state(fs, data_dir)
+        for i, segment in enumerate(segments.segments):
+            _verify_segment(segments, i, segment, report)
+        return report
+    finally:
+        segments.close()
+
+
+def _checkpoint_state(fs: FileSystem, data_dir: str) -> str:
+    try:
+        checkpoint = load_checkpoint(fs, data_dir)
+    except CorruptRecord as exc:
+        return f"unreadable: {exc.message}"
+    return "missing" if checkpoint is None else f"ok (dispatched to {checkpoint.dispatched_offset})"
+
+
+def _verify_segment(segments: SegmentList, index: int, segment: Segment, report: VerifyReport) -> None:
+    size = segments.segment_bytes
+    is_tail = index == len([s for s in segments.segments if s.handle.size() > 0]) - 1
+    position = segment.base
+    marker = False
+    for item in scan_segment(segment, segment.base, size):
+        if isinstance(item, codec.Blank):
+            marker = True
+            break
+        if not isinstance(item, StoredRecord):
+            following = has_valid_record_after(segment, item.offset)
+            report.problems.append(_problem(segments, segment, item.offset, item.reason,
+                                            is_tail and following is None))  # fmt: skip
+            return
+        report.records += 1
+        report.bytes += item.size
+        report.first_offset = item.physical_offset if report.first_offset is None else report.first_offset
+        report.last_offset = item.physical_offset
+        position = item.physical_offset + item.size
+    later_data = any(s.handle.size() > 0 for s in segments.segments[index + 1 :])
+    if not marker and later_data and segment.base + size - position >= codec.BLANK_BYTES:
+        reason = "segment data stops before its end without an end-of-segment marker"
+        report.problems.append(_problem(segments, segment, position, reason, False))
+
+
+def _problem(segments: SegmentList, segment: Segment, offset: int, reason: str, tail: bool) -> Problem:
+    records, size = count_after(segments, segment, offset)
+    return Problem(segment.path, offset - segment.base, offset, reason, tail, records, size)
+
+
+def count_after(segments: SegmentList, segment: Segment, offset: int) -> tuple[int, int]:
+    """Valid records after the bad one at ``offset``, and bytes from it to the end of the log."""
+    records = 0
+    next_valid = has_valid_record_after(segment, offset)
+    if next_valid is not None:
+        records += sum(
+            1 for item in scan_segment(segment, next_valid, segments.segment_bytes)
+            if isinstance(item, StoredRecord)
+        )  # fmt: skip
+    later = [s for s in segments.segments if s.base > segment.base]
+    for other in later:
+        records += sum(
+            1
+            for item in scan_segment(other, other.base, segments.segment_bytes)
+            if isinstance(item, StoredRecord)
+        )
+    size = segment.end - offset + sum(s.handle.size() for s in later)
+    return records, size
+
+
+@dataclass(slots=True)
+class RepairResult:
+    actions: list[str] = field(default_factory=list)
+    records_lost: int = 0
+    bytes_lost: int = 0
+    needs_confirmation: bool = False
+
+
+def repair_store(
+    fs: FileSystem, data_dir: str, *, confirm: bool, segment_bytes: int | None = None
+) -> RepairResult:
+    """Cut a torn tail; quarantine (and, if ``confirm``, truncate at) the first mid-log corruption."""
+    report = verify_store(fs, data_dir, segment_bytes)
+    result = RepairResult()
+    if report.ok:
+        result.actions.append("no problems found; nothing to repair")
+        return result
+    problem = report.problems[0]
+    segments = open_segments(fs, data_dir, segment_bytes)
+    try:
+        affected = [s for s in segments.segments if s.base >= problem.offset - problem.position]
+        if not problem.torn_tail:
+            _quarantine(fs, data_dir, affected, result)
+            result.records_lost, result.bytes_lost = problem.records_after, problem.bytes_after
+            if not confirm:
+                result.needs_confirmation = True
+                result.actions.append(
+                    f"NOT truncated: truncating at log offset {problem.offset} would lose "
+                    f"{problem.records_after} valid record(s) and {problem.bytes_after} bytes; "
+                    "rerun with --yes"
+                )
+                return result
+        _truncate_at(segments, affected, problem, result)
+    finally:
+        segments.close()
+    _drop_derived(fs, data_dir, result)
+    return result
+
+
+def _quarantine(fs: FileSystem, data_dir: str, affected: list[Segment], result: RepairResult) -> None:
+    directory = posixpath.join(data_dir, "quarantine")
+    fs.makedirs(directory)
+    for segment in affected:
+        target = posixpath.join(directory, posixpath.basename(segment.path))
+        if fs.exists(target):
+            fs.remove(target)
+        copy = fs.open(target)
+        try:
+            position = 0
+            while position < segment.handle.size():
+                chunk = segment.handle.read_at(position, 1 << 20)
+                copy.append(chunk)
+                position += len(chunk)
+            copy.sync()
+        finally:
+            copy.close()
+        result.actions.append(f"copied {segment.path} to {target}")
+    fs.sync_dir(directory)
+
+
+def _truncate_at(
+    segments: SegmentList, affected: list[Segment], problem: Problem, result: RepairResult
+) -> None:
+    bad = affected[0]
+    bad.handle.truncate(problem.position)
+    bad.handle.sync()
+    result.actions.append(f"truncated {bad.path} at position {problem.position} ({problem.reason})")
+    for segment in affected[1:]:
+        segments.segments.remove(segment)
+        segment.handle.close()
+        segments.fs.remove(segment.path)
+        result.actions.append(f"removed {segment.path}")
+    if problem.torn_tail:
+        result.bytes_lost = problem.bytes_after
+
+
+def _drop_derived(fs: FileSystem, data_dir: str, result: RepairResult) -> None:
+    """Remove ConsumeQueues, index and checkpoint so the next open rebuilds them from the log."""
+    for sub in ("consumequeue", "index"):
+        _remove_tree(fs, posixpath.join(data_dir, sub))
+    checkpoint = posixpath.join(data_dir, CHECKPOINT_FILE)
+    if fs.exists(checkpoint):
+        fs.remove(checkpoint)
+    result.actions.append("removed ConsumeQueues, index and checkpoint (rebuilt from the log on open)")
+
+
+def _remove_tree(fs: FileSystem, path: str) -> None:
+    for name in fs.list_dir(path):
+        child = posixpath.join(path, name)
+        if fs.is_dir(child):
+            _remove_tree(fs, child)
+        else:
+            fs.remove(child)
+    if fs.is_dir(path):
+        fs.remove_dir(path)

@@ -1,0 +1,152 @@
+"""Smoke runs of the benchmark harness: tiny durations, the in-process driver and every peer that is up.
+
+Figures are never asserted (the machine is shared); counts, statuses and clean teardown are.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+from benchmarks.harness import STANDARD_WORKLOADS, Driver, Workload, make_driver, registry, run_workload
+from benchmarks.harness.drivers.memory import MemoryDriver
+from typer.testing import CliRunner
+
+TINY = 0.3
+
+
+def _tiny(name: str, preload: int = 400) -> Workload:
+    return STANDARD_WORKLOADS[name].scaled(duration_s=TINY, preload_messages=preload)
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _assert_ok(result: dict[str, object]) -> None:
+    assert result["status"] == "ok", result.get("reason")
+    assert isinstance(result["throughput_msg_s"], float)
+    assert result["throughput_msg_s"] > 0
+
+
+async def _check_produce(driver: Driver, name: str) -> dict[str, object]:
+    result = await run_workload(driver, _tiny(name))
+    _assert_ok(result)
+    assert isinstance(result["acked_messages"], int)
+    assert result["acked_messages"] > 0
+    assert result["publish_latency"] is not None
+    return result
+
+
+async def _check_e2e(driver: Driver) -> None:
+    result = await _check_produce(driver, "e2e-500")
+    assert result["consumed_messages"] == result["acked_messages"]
+    assert result["e2e_latency"] is not None
+
+
+async def _check_consume(driver: Driver) -> None:
+    result = await run_workload(driver, _tiny("consume-256", preload=500))
+    _assert_ok(result)
+    assert result["consumed_messages"] == 500
+
+
+async def test_memory_driver_runs_every_standard_workload() -> None:
+    for name in STANDARD_WORKLOADS:
+        result = await run_workload(MemoryDriver(), _tiny(name))
+        _assert_ok(result)
+        cpu = result["cpu"]
+        assert isinstance(cpu, dict)
+        assert cpu["server_pct"] is None  # no server process to measure
+        if name == "e2e-500":
+            assert result["consumed_messages"] == result["acked_messages"]
+
+
+async def test_unsupported_workload_is_reported_not_run() -> None:
+    result = await run_workload(MemoryDriver(transactions=False), _tiny("tx-8"))
+    assert result["status"] == "n/a"
+    assert result["reason"] == "transactions disabled"
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
+async def test_redis_streams_private_server() -> None:
+    pytest.importorskip("redis", reason="the bench extra (redis-py) is not installed")
+    driver = make_driver("redis-always")
+    assert driver.describe().fsync_before_ack
+    await _check_produce(driver, "single-1")
+    await _check_produce(driver, "batch-100")
+    await _check_produce(driver, "tx-8")
+    await _check_e2e(driver)
+    await _check_consume(driver)
+    assert driver.server_pids() == []  # the private server was stopped
+
+
+@pytest.mark.skipif(not _port_open(4222), reason="NATS is not listening on 127.0.0.1:4222")
+async def test_nats_jetstream() -> None:
+    pytest.importorskip("nats", reason="the bench extra (nats-py) is not installed")
+    driver = make_driver("nats-file")
+    assert not driver.describe().fsync_before_ack
+    await _check_produce(driver, "batch-100")
+    await _check_consume(driver)
+    result = await run_workload(driver, _tiny("tx-8"))
+    assert result["status"] == "n/a"
+
+
+@pytest.mark.skipif(not _port_open(5672), reason="RabbitMQ is not listening on 127.0.0.1:5672")
+async def test_rabbitmq_quorum() -> None:
+    pytest.importorskip("aiormq", reason="the bench extra (aiormq) is not installed")
+    driver = make_driver("rabbitmq-quorum")
+    await _check_produce(driver, "tx-8")
+    await _check_e2e(driver)
+    await _check_consume(driver)
+
+
+def test_compare_cli_with_a_registered_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The path the lead uses to add txmq: register a driver, then name it in --systems."""
+    pytest.importorskip("matplotlib", reason="the bench extra (matplotlib) is not installed")
+    import typer
+
+    from txmq.cli.bench import register
+
+    monkeypatch.setitem(registry._SYSTEMS, "memory", registry.SystemEntry("memory", "test", MemoryDriver))
+    monkeypatch.setitem(
+        registry._SYSTEMS, "memory-notx", registry.SystemEntry("memory-notx", "", lambda: MemoryDriver(False))
+    )
+    app = typer.Typer()
+    register(app)
+    args = ["bench", "compare", "--systems", "memory,memory-notx", "--workloads", "single-1,tx-8"]
+    args += ["--duration", "0.2", "--rounds", "2", "--out", str(tmp_path), "--loop", "asyncio"]
+    outcome = CliRunner().invoke(app, args)
+    assert outcome.exit_code == 0, outcome.output
+    document = json.loads((tmp_path / "compare.json").read_text())
+    assert len(document["runs"]) == 2 * 2 * 2
+    statuses = {(r["workload"], r["system"]): r["status"] for r in document["summary"]}
+    assert statuses == {
+        ("single-1", "memory"): "ok",
+        ("single-1", "memory-notx"): "ok",
+        ("tx-8", "memory"): "ok",
+        ("tx-8", "memory-notx"): "n/a",
+    }
+    assert (tmp_path / "compare.png").exists()
+    assert "ratios vs memory" in outcome.output
+    again = CliRunner().invoke(app, ["bench", "report", str(tmp_path), "--baseline", "memory-notx"])
+    assert again.exit_code == 0, again.output
+    assert "ratios vs memory-notx" in again.output
+
+
+def test_compare_cli_rejects_unknown_names(tmp_path: Path) -> None:
+    import typer
+
+    from txmq.cli.bench import register
+
+    app = typer.Typer()
+    register(app)
+    outcome = CliRunner().invoke(app, ["bench", "compare", "--systems", "nope", "--out", str(tmp_path)])
+    assert outcome.exit_code != 0
+    assert not (tmp_path / "compare.json").exists()

@@ -1,0 +1,96 @@
+"""The asyncio remoting driver on a real loopback socket: pipelining with out-of-order answers,
+oneway requests both ways, timeouts, malformed frames, closing with requests pending."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from txmq.common import errors
+from txmq.protocol.remoting.command import RemotingCommand, make_response
+from txmq.server.remoting_transport import RemotingEndpoint, RemotingServer, connect, serve
+
+
+async def _echo_after(request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand | None:
+    """Answers code N after N milliseconds (so later requests can finish first); code 99 calls back."""
+    if request.code == 99:
+        endpoint.oneway(98, {"hello": "client"})
+        return None if request.is_oneway else make_response(request)
+    await asyncio.sleep(request.code / 1000)
+    return make_response(request, 0, ext_fields={"code": str(request.code)}, body=request.body)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[RemotingServer]:
+    running = await serve("127.0.0.1", 0, _echo_after)
+    yield running
+    await running.close()
+
+
+async def test_pipelined_requests_are_answered_by_opaque_in_any_order(server: RemotingServer) -> None:
+    client = await connect("127.0.0.1", server.port)
+    slow = client.request_nowait(300, body=b"slow")
+    fast = [client.request_nowait(1, body=str(i).encode()) for i in range(200)]
+    answers = await asyncio.gather(*fast)
+    assert [a.body for a in answers] == [str(i).encode() for i in range(200)]
+    assert not slow.done()  # the slow one did not hold back the 200 behind it
+    assert (await slow).body == b"slow"
+    await client.close()
+
+
+async def test_oneway_both_directions(server: RemotingServer) -> None:
+    got: asyncio.Queue[RemotingCommand] = asyncio.Queue()
+
+    async def on_request(request: RemotingCommand, _: RemotingEndpoint) -> RemotingCommand | None:
+        await got.put(request)
+        return None
+
+    client = await connect("127.0.0.1", server.port, handler=on_request)
+    assert client.oneway(99)
+    callback = await asyncio.wait_for(got.get(), 5)
+    assert callback.code == 98
+    assert callback.is_oneway
+    assert callback.ext_fields == {"hello": "client"}
+    await client.close()
+    assert not client.oneway(99)  # closed: nothing written
+
+
+async def test_timeout_then_late_answer_is_ignored(server: RemotingServer) -> None:
+    client = await connect("127.0.0.1", server.port)
+    with pytest.raises(errors.RequestTimeout):
+        await client.request(200, timeout=0.01)
+    assert (await client.request(1)).code == 0  # the connection is still usable
+    await asyncio.sleep(0.25)  # the late answer to the timed-out request arrives and is dropped
+    assert (await client.request(2)).ext_fields["code"] == "2"
+    await client.close()
+
+
+async def test_malformed_frame_closes_the_connection_and_fails_pending(server: RemotingServer) -> None:
+    client = await connect("127.0.0.1", server.port)
+    pending = client.request_nowait(500)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(b"\x00\x00\x00\x08\x05\x00\x00\x00junk")  # serialize type 5 does not exist
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    writer.close()
+    assert (await pending).code == 0  # the other connection was not affected
+    await client.close()
+    with pytest.raises(errors.ConnectionError_):
+        await client.request(1)
+
+
+async def test_server_close_fails_requests_in_flight() -> None:
+    never: asyncio.Event = asyncio.Event()
+
+    async def hang(request: RemotingCommand, _: RemotingEndpoint) -> RemotingCommand | None:
+        await never.wait()
+        return make_response(request)
+
+    running = await serve("127.0.0.1", 0, hang)
+    client = await connect("127.0.0.1", running.port)
+    pending = client.request_nowait(1)
+    await asyncio.sleep(0.05)
+    await running.close()
+    with pytest.raises(errors.ConnectionError_):
+        await asyncio.wait_for(pending, 5)
