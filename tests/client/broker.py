@@ -48,11 +48,16 @@ class BrokerProcess:
 
     def start(self) -> None:
         command = [
-            PYTHON, "-m", "txmq", "broker", "--data-dir", str(self.root / "data"), "--port", str(self.grpc_port),
+            PYTHON, "-m", "txmq", "broker", "--data-dir", str(self.root / "data"),
+            "--port", str(self.grpc_port),
             "--remoting-port", str(self.remoting_port), "--namesrv-port", str(self.namesrv_port), *self.extra,
         ]  # fmt: skip
         self.process = subprocess.Popen(
-            command, env=subprocess_env(self.home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            command,
+            env=subprocess_env(self.home),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         assert self.process.stdout is not None
         deadline = time.monotonic() + 30

@@ -36,7 +36,11 @@ async def create_topic(broker: BrokerProcess, topic: str, queues: int) -> None:
     channel = await RemotingChannel.open(broker.remoting)
     try:
         header = CreateTopicRequestHeader(
-            topic=topic, default_topic="TBW102", read_queue_nums=queues, write_queue_nums=queues, perm=PERM_READ_WRITE
+            topic=topic,
+            default_topic="TBW102",
+            read_queue_nums=queues,
+            write_queue_nums=queues,
+            perm=PERM_READ_WRITE,
         )
         response = await channel.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
         assert response.code == 0, response.remark

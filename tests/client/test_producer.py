@@ -27,7 +27,9 @@ from txmq.common.message import MessageView
 async def read_all(broker: BrokerProcess, topic: str, count: int, group: str = "reader") -> list[MessageView]:
     """Every message of ``topic`` from the beginning, queue by queue, until ``count`` arrived."""
     got: list[MessageView] = []
-    async with PullConsumer(group + topic.replace("%", "_"), broker.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET) as consumer:
+    async with PullConsumer(
+        group + topic.replace("%", "_"), broker.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET
+    ) as consumer:
         consumer.assign(await consumer.queues(topic))
         await consumer.seek_to_beginning()
 
@@ -51,7 +53,13 @@ async def test_send_returns_id_queue_and_offset(broker: BrokerProcess, unique: s
     assert second.queue == first.queue
     assert second.queue_offset == first.queue_offset + 1
     [a, b] = sorted(await read_all(broker, unique, 2), key=lambda m: m.queue_offset)
-    assert (a.body, a.tags, a.keys, a.properties.get("p"), a.message_id) == (b"a", "x", ("k1",), "1", first.message_id)
+    assert (a.body, a.tags, a.keys, a.properties.get("p"), a.message_id) == (
+        b"a",
+        "x",
+        ("k1",),
+        "1",
+        first.message_id,
+    )
     assert b.message_id == second.message_id
 
 
@@ -59,7 +67,8 @@ async def test_send_async_future_and_callback(broker: BrokerProcess, unique: str
     seen: list[tuple[SendResult | None, BaseException | None]] = []
     async with Producer(broker.namesrv) as producer:
         futures = [
-            await producer.send_async(Message(unique, b"%d" % i), lambda r, e: seen.append((r, e))) for i in range(20)
+            await producer.send_async(Message(unique, b"%d" % i), lambda r, e: seen.append((r, e)))
+            for i in range(20)
         ]
         results = await asyncio.gather(*futures)
     assert len({r.message_id for r in results}) == 20
@@ -80,7 +89,9 @@ async def test_batch_is_one_queue_consecutive_offsets(broker: BrokerProcess, uni
     async with Producer(broker.namesrv) as producer:
         results = await producer.send_batch(messages)
     assert len({r.queue for r in results}) == 1
-    assert [r.queue_offset for r in results] == list(range(results[0].queue_offset, results[0].queue_offset + 50))
+    assert [r.queue_offset for r in results] == list(
+        range(results[0].queue_offset, results[0].queue_offset + 50)
+    )
     got = await read_all(broker, unique, 50)
     assert sorted(m.body for m in got) == sorted(m.body for m in messages)
 
@@ -118,7 +129,7 @@ async def test_selector_keeps_each_key_on_one_queue(broker: BrokerProcess, uniqu
         ]
         custom = await producer.send(Message(unique, b"c"), selector=lambda qs, m, a: qs[-1], arg=None)
     by_key: dict[int, set[MessageQueue]] = {}
-    for result, (seq, key) in zip(results, [(s, k) for s in range(5) for k in range(8)], strict=True):
+    for result, (_seq, key) in zip(results, [(s, k) for s in range(5) for k in range(8)], strict=True):
         by_key.setdefault(key, set()).add(result.queue)
     assert all(len(queues) == 1 for queues in by_key.values())
     assert len({q for qs in by_key.values() for q in qs}) > 1
@@ -168,9 +179,12 @@ async def test_back_pressure_when_the_broker_stalls(broker: BrokerProcess, uniqu
                 await producer.send_async(Message(unique, b"over"))
             with pytest.raises(SendTimeout):
                 await producer.send(Message(unique, b"over"))
-            assert producer._window is not None and producer._window.messages == 4
+            assert producer._window is not None
+            assert producer._window.messages == 4
         finally:
             broker.resume()
         outcomes = await asyncio.gather(*futures, return_exceptions=True)
     assert all(isinstance(o, SendResult) for o in outcomes), outcomes
-    await wait_until(lambda: producer._window is not None and producer._window.messages == 0, what="window drained")
+    await wait_until(
+        lambda: producer._window is not None and producer._window.messages == 0, what="window drained"
+    )

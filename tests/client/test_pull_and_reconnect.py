@@ -10,15 +10,27 @@ import pytest
 from tests.client.broker import FAST_FLAGS, BrokerProcess, require_remoting_server
 from tests.client.conftest import create_topic
 from tests.client.helpers import wait_until
-from txmq.client import ConsumeFrom, ConsumeResult, Message, MessageView, Producer, PullConsumer, PushConsumer
-from txmq.client import SimpleConsumer, Unsupported
+from txmq.client import (
+    ConsumeFrom,
+    ConsumeResult,
+    Message,
+    MessageView,
+    Producer,
+    PullConsumer,
+    PushConsumer,
+    SimpleConsumer,
+    Unsupported,
+)
 
 
 async def test_assign_seek_poll_commit(broker: BrokerProcess, unique: str) -> None:
     await create_topic(broker, unique, 2)
     async with Producer(broker.namesrv) as producer:
         for i in range(10):
-            await producer.send(Message(unique, b"%d" % i), queue=(await producer.transport.route(unique, for_write=True))[i % 2])
+            await producer.send(
+                Message(unique, b"%d" % i),
+                queue=(await producer.transport.route(unique, for_write=True))[i % 2],
+            )
         middle = int(time.time() * 1000)
     group = f"g{unique}"
     async with PullConsumer(group, broker.namesrv) as consumer:

@@ -9,11 +9,21 @@ from tests.client.broker import BrokerProcess
 from tests.client.conftest import create_topic
 from tests.client.helpers import wait_until
 from tests.client.test_producer import read_all
-from txmq.client import ConsumeFrom, ConsumeResult, Message, MessageView, Producer, PushConsumer, select_by_hash
+from txmq.client import (
+    ConsumeFrom,
+    ConsumeResult,
+    Message,
+    MessageView,
+    Producer,
+    PushConsumer,
+    select_by_hash,
+)
 from txmq.common import names
 
 
-def consumer(broker: BrokerProcess, group: str, topic: str, listener: object, **options: object) -> PushConsumer:
+def consumer(
+    broker: BrokerProcess, group: str, topic: str, listener: object, **options: object
+) -> PushConsumer:
     options.setdefault("consume_from", ConsumeFrom.FIRST_OFFSET)
     options.setdefault("rebalance_interval_s", 0.5)
     c = PushConsumer(group, broker.namesrv, listener=listener, **options)  # type: ignore[arg-type]
@@ -48,7 +58,9 @@ async def test_batches_have_exactly_the_configured_size(broker: BrokerProcess, u
 
     async with Producer(broker.namesrv) as producer:
         await producer.send_batch([Message(unique, b"%d" % i) for i in range(40)])
-        c = consumer(broker, f"g{unique}", unique, listener, consume_message_batch_max_size=8, pull_batch_size=32)
+        c = consumer(
+            broker, f"g{unique}", unique, listener, consume_message_batch_max_size=8, pull_batch_size=32
+        )
         async with c:
             await wait_until(lambda: sum(sizes) >= 40, what="40 messages consumed")
     assert sizes == [8, 8, 8, 8, 8]
@@ -105,7 +117,9 @@ async def test_global_order_orderly_consumer(broker: BrokerProcess, unique: str)
     async with Producer(broker.namesrv) as producer:
         for i in range(20):
             await producer.send(Message(unique, b"%03d" % i))
-        c = consumer(broker, f"g{unique}", unique, listener, orderly=True, suspend_interval_s=0.1, consume_threads=4)
+        c = consumer(
+            broker, f"g{unique}", unique, listener, orderly=True, suspend_interval_s=0.1, consume_threads=4
+        )
         async with c:
             await wait_until(lambda: len(seen) >= 20, what="20 messages consumed")
     assert seen == [b"%03d" % i for i in range(20)]
@@ -141,9 +155,11 @@ async def test_partition_order_across_two_orderly_consumers_and_a_rebalance(
         async def send_round(seqs: range) -> None:
             for seq in seqs:
                 for key in range(8):
-                    await producer.send(Message(unique, b"%d:%d" % (key, seq)), selector=select_by_hash, arg=key)
+                    await producer.send(
+                        Message(unique, b"%d:%d" % (key, seq)), selector=select_by_hash, arg=key
+                    )
 
-        await send_round(range(0, 10))
+        await send_round(range(10))
         first = consumer(broker, group, unique, listener_for("a"), orderly=True)
         async with first:
             await wait_until(lambda: len(seen["a"]) >= 80, what="consumer a drained round one")
@@ -157,7 +173,7 @@ async def test_partition_order_across_two_orderly_consumers_and_a_rebalance(
                 await wait_until(lambda: sum(len(v) for v in per_key().values()) >= 160, what="all consumed")
     merged = per_key()
     for key in range(8):
-        order = [seq for seq in merged[key]]
+        order = list(merged[key])
         assert sorted(set(order)) == list(range(20)), (key, order)
         firsts = list(dict.fromkeys(order))  # order of first sightings
         assert firsts == list(range(20)), (key, order)

@@ -70,7 +70,7 @@ class ListenerRunner:
                     result = await asyncio.get_running_loop().run_in_executor(
                         self._pool, self.listener, messages
                     )
-            except Exception:  # noqa: BLE001 - a failing listener means "later"
+            except Exception:
                 log.exception("message listener raised; the batch will be consumed again later")
                 return ConsumeResult.RECONSUME_LATER
         if isinstance(result, ConsumeResult):

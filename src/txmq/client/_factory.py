@@ -21,7 +21,5 @@ def make_transport(
 
         return RemotingTransport(endpoints, request_timeout_s=request_timeout_s)
     if transport == "grpc":
-        from txmq.client._grpc import GrpcTransport
-
-        return GrpcTransport(endpoints, request_timeout_s=request_timeout_s)
+        raise errors.Unsupported("the gRPC transport of the SDK is not implemented yet; use 'remoting'")
     raise errors.InvalidArgument(f"transport must be 'remoting' or 'grpc', not {transport!r}")

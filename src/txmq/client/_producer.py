@@ -173,7 +173,8 @@ class Producer:
         Ordered: ``send(msg, selector=select_by_hash, arg=order_id)`` puts every message of one order
         on one queue; or set ``message_group`` on the message. ``queue`` pins an explicit queue::
 
-            result = await producer.send(Message("orders", b"paid", tags="paid"), selector=select_by_hash, arg=42)
+            msg = Message("orders", b"paid", tags="paid")
+            result = await producer.send(msg, selector=select_by_hash, arg=42)
         """
         window = self._require_running()
         self._validate(message)
@@ -222,7 +223,7 @@ class Producer:
             if callback is not None:
                 try:
                     callback(None if error else t.result()[0], error)
-                except Exception:  # noqa: BLE001 - a user's callback must not break the producer
+                except Exception:
                     log.exception("send callback raised")
 
         task.add_done_callback(done)

@@ -195,13 +195,14 @@ class PullConsumer:
         sub = self.subscriptions.get(mq.topic)
         batch = await self.transport.pull(
             self.group, mq, offset, max_messages=max_messages or self.pull_batch_size,
-            expression=sub.expression if sub else "*", long_poll_ms=long_poll_ms, max_bytes=limits.pull_bytes_max,
+            expression=sub.expression if sub else "*", long_poll_ms=long_poll_ms,
+            max_bytes=limits.pull_bytes_max,
         )  # fmt: skip
         self._positions[mq] = batch.next_offset
         return batch.messages
 
     async def poll(self, timeout_s: float = 1.0, *, max_messages: int | None = None) -> list[MessageView]:
-        """Messages from the next assigned queue that has some, waiting up to ``timeout_s``; ``[]`` if none."""
+        """Messages from the next assigned queue that has some; ``[]`` after ``timeout_s``."""
         self._require_running()
         deadline = time.monotonic() + timeout_s
         while True:

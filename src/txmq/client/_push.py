@@ -122,7 +122,6 @@ class PushConsumer:
         self._queues: dict[MessageQueue, ProcessQueue] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._runner: ListenerRunner | None = None
-        self._engine: Any = None
         self._backoff = Backoff(initial_s=0.1, max_s=3.0)
         self._rebalance_lock = asyncio.Lock()
         self._locked: set[MessageQueue] = set()
@@ -160,14 +159,10 @@ class PushConsumer:
         await self.transport.start()
         await self.transport.register_consumer(self._info())
         self.status = ClientStatus.RUNNING
-        if self.transport.supports(Feature.PULL) and self.transport.supports(Feature.SEND_BACK):
-            self._spawn(self._rebalance_loop())
-            self._spawn(self._commit_loop())
-        else:
-            from txmq.client._push_pop import PopEngine
-
-            self._engine = PopEngine(self)
-            self._engine.start()
+        if not (self.transport.supports(Feature.PULL) and self.transport.supports(Feature.SEND_BACK)):
+            raise errors.Unsupported(f"PushConsumer needs offset pulls and send-back ({self.transport.name})")
+        self._spawn(self._rebalance_loop())
+        self._spawn(self._commit_loop())
 
     async def close(self) -> None:
         """Stop fetching, let running listener calls finish, commit offsets, unregister, disconnect."""
@@ -177,8 +172,6 @@ class PushConsumer:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._engine is not None:
-            await self._engine.close()
         await asyncio.gather(*(self._drop(pq) for pq in list(self._queues.values())), return_exceptions=True)
         with contextlib.suppress(errors.TxmqError):
             await self.transport.unregister_consumer(self.group)
@@ -308,7 +301,8 @@ class PushConsumer:
                 await self.budget.wait_for_room()
                 batch = await self.transport.pull(
                     self.group, pq.mq, pq.next_offset, max_messages=self.pull_batch_size,
-                    expression=sub.expression, long_poll_ms=self.long_poll_ms, max_bytes=limits.pull_bytes_max,
+                    expression=sub.expression, long_poll_ms=self.long_poll_ms,
+                    max_bytes=limits.pull_bytes_max,
                 )  # fmt: skip
             except errors.TxmqError as exc:
                 log.debug("pull from %s failed: %s", pq.mq, exc)
@@ -316,7 +310,7 @@ class PushConsumer:
                 failures += 1
                 continue
             failures = 0
-            if pq.dropped:
+            if _dropped(pq):  # rebalanced away while the pull was in flight
                 return
             if batch.status is PullStatus.OFFSET_ILLEGAL:
                 log.warning(
@@ -364,7 +358,7 @@ class PushConsumer:
         assert self._runner is not None
         while not pq.dropped:
             await pq.arrived.wait()
-            if pq.dropped:
+            if _dropped(pq):
                 return
             chunk = pq.head(self.consume_message_batch_max_size)
             if not chunk:
@@ -376,8 +370,13 @@ class PushConsumer:
                 continue
             first = chunk[0].queue_offset
             pq.attempts[first] = pq.attempts.get(first, 0) + 1
-            if pq.attempts[first] > self.max_reconsume_times:
-                if all([await self._send_back(m, -1) for m in chunk]):
-                    self.budget.remove(pq.remove(chunk))
-                    continue
+            exhausted = pq.attempts[first] > self.max_reconsume_times
+            if exhausted and all([await self._send_back(m, -1) for m in chunk]):
+                self.budget.remove(pq.remove(chunk))  # in the DLQ now
+                continue
             await asyncio.sleep(self.suspend_interval_s)
+
+
+def _dropped(pq: ProcessQueue) -> bool:
+    """Read ``dropped`` through a call: another task may set it while this one awaited."""
+    return pq.dropped

@@ -171,7 +171,7 @@ class RemotingTransport:
             return
         await self._heartbeat_on(channel)
         for hook in self._reconnect_hooks:
-            asyncio.get_running_loop().create_task(hook())
+            await hook()
 
     async def _on_request(self, channel: RemotingChannel, cmd: RemotingCommand) -> RemotingCommand | None:
         if cmd.code == RequestCode.CHECK_TRANSACTION_STATE:
@@ -205,7 +205,7 @@ class RemotingTransport:
                 group_name=info.group,
                 consume_type=info.mode.value,
                 subscriptions=[bodies.SubscriptionData(t, e or "*") for t, e in info.subscriptions.items()],
-            )  # fmt: skip
+            )
             for info in self._registrations.consumers.values()
         ]
         data = bodies.HeartbeatData(self.client_id, sorted(self._registrations.producer_groups), consumers)
@@ -341,7 +341,8 @@ class RemotingTransport:
         first = messages[0]
         batch = len(messages) > 1
         header = headers.SendMessageRequestHeaderV2(
-            producer_group=producer_group or "DEFAULT_PRODUCER", topic=mq.topic, default_topic=names.DEFAULT_TOPIC,
+            producer_group=producer_group or "DEFAULT_PRODUCER", topic=mq.topic,
+            default_topic=names.DEFAULT_TOPIC,
             default_topic_queue_nums=limits.queues_per_topic_default, queue_id=queue_id,
             sys_flag=conv.sys_flag_of(first), born_timestamp=now, flag=0,
             properties=None if batch else _props_text(conv.message_properties(first, ids[0], producer_group)),
@@ -376,7 +377,7 @@ class RemotingTransport:
                 transaction_id=answer.transaction_id,
                 offset_message_id=offset_ids[i] if i < len(offset_ids) else None,
                 recall_handle=answer.recall_handle,
-            )  # fmt: skip
+            )
             for i in range(len(messages))
         ]
 

@@ -19,6 +19,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Final
 
+from txmq.client._backoff import Backoff
 from txmq.common import errors
 from txmq.protocol.remoting import (
     NEED_DATA,
@@ -28,7 +29,6 @@ from txmq.protocol.remoting import (
     Response,
     UnmatchedResponse,
 )
-from txmq.client._backoff import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ class RemotingChannel:
             answer = await self._on_request(self, cmd)
             if answer is not None and not cmd.is_oneway:
                 await self.respond(answer)
-        except Exception:  # noqa: BLE001 - a failing callback must not kill the connection
+        except Exception:
             log.exception("handling request code %d from %s failed", cmd.code, self.addr)
 
     def _fail(self, reason: str) -> None:

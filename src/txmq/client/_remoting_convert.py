@@ -47,7 +47,7 @@ def sys_flag_of(message: Message) -> int:
 
 
 def _message_type(decoded: Mapping[str, str]) -> MessageType:
-    name = decoded.get(props.MESSAGE_TYPE)
+    name = decoded.get(props.MESSAGE_TYPE, "")
     if name in MessageType.__members__:
         return MessageType[name]
     if decoded.get(props.SHARDING_KEY):

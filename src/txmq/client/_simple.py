@@ -79,7 +79,7 @@ class SimpleConsumer:
     async def receive(
         self, max_messages: int = 16, invisible_duration_s: float = 30.0, *, wait_s: float | None = None
     ) -> list[MessageView]:
-        """Up to ``max_messages`` messages from the subscribed topics (round robin), ``[]`` after ``wait_s``."""
+        """Up to ``max_messages`` messages of the subscribed topics (round robin); ``[]`` after ``wait_s``."""
         if self.status is not ClientStatus.RUNNING:
             raise errors.ClientClosed("the consumer is not running")
         if not self.subscriptions:

@@ -30,7 +30,7 @@ from txmq.client._backoff import ClientStatus
 from txmq.client._factory import TransportName
 from txmq.client._producer import Producer
 from txmq.client._selectors import entry_bytes
-from txmq.client._transport import CheckRequest, Transport, TransactionRef
+from txmq.client._transport import CheckRequest, TransactionRef, Transport
 from txmq.client.transaction_state import LocalTransactionState, TransactionListener
 from txmq.common import errors, msgid
 from txmq.common.message import Message, MessageType, MessageView, SendResult
@@ -139,7 +139,7 @@ class TransactionProducer(Producer):
     async def _execute(self, view: MessageView, arg: Any) -> LocalTransactionState:
         try:
             state = await self._run(self._execute_pool, self.listener.execute_local_transaction, view, arg)
-        except Exception:  # noqa: BLE001 - an unknown outcome: the check-back will ask
+        except Exception:
             log.exception("execute_local_transaction raised for %s; answering UNKNOW", view.transaction_id)
             return LocalTransactionState.UNKNOW
         return _as_state(state)
@@ -216,7 +216,7 @@ class TransactionProducer(Producer):
         try:
             raw = await self._run(self._check_pool, self.listener.check_local_transaction, request.message)
             state = _as_state(raw)
-        except Exception:  # noqa: BLE001 - the broker asks again later
+        except Exception:
             log.exception("check_local_transaction raised for %s", request.ref.transaction_id)
             return
         decision = _DECISION[state]
@@ -261,7 +261,8 @@ class Transaction:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        assert self.send_result is not None and self.message is not None
+        assert self.send_result is not None
+        assert self.message is not None
         if exc_type is not None:
             state = LocalTransactionState.ROLLBACK_MESSAGE
         else:
