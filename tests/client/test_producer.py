@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -147,11 +148,15 @@ async def test_delay_level_delivers_later(broker: BrokerProcess, unique: str) ->
         await producer.send(Message(unique, b"late", delay_level=2))
         with pytest.raises(errors.InvalidDeliveryTime):
             await producer.send(Message(unique, b"x", delay_level=19))
-        with pytest.raises(errors.Unsupported):
-            await producer.send(Message(unique, b"x", delivery_timestamp_ms=1))
-    got = await read_all(broker, unique, 1)
-    assert [m.body for m in got] == [b"late"]
-    assert got[0].store_timestamp_ms >= got[0].born_timestamp_ms
+        due_ms = int(time.time() * 1000) + 1_500
+        await producer.send(Message(unique, b"timed", delivery_timestamp_ms=due_ms))
+    got = await read_all(broker, unique, 2)
+    assert sorted(m.body for m in got) == [b"late", b"timed"]
+    for message in got:
+        assert message.store_timestamp_ms >= message.born_timestamp_ms
+        if message.body == b"timed":
+            assert message.delivery_timestamp_ms == due_ms
+            assert message.store_timestamp_ms >= due_ms, "a timed message was delivered early"
 
 
 async def test_validation_uses_broker_limits(broker: BrokerProcess, unique: str) -> None:

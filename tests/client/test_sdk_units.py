@@ -114,8 +114,8 @@ def test_properties_round_trip_through_a_record() -> None:
     assert (view.tags, view.keys, view.message_group, view.message_id) == ("tag", ("a", "b"), "g", "ID1")
     assert view.properties["user"] == "v"
     assert view.properties["PGROUP"] == "pg"
-    with pytest.raises(errors.Unsupported):
-        message_properties(Message("t", b"x", delivery_timestamp_ms=5), "ID", "")
+    timed = message_properties(Message("t", b"x", delivery_timestamp_ms=5), "ID", "")
+    assert timed["TIMER_DELIVER_MS"] == "5"
 
 
 def test_tag_expressions() -> None:

@@ -7,8 +7,9 @@ they are repeated every ``heartbeat_interval_s`` and right after every (re)conne
 requests are answered here: CHECK_TRANSACTION_STATE goes to the check handler, NOTIFY_CONSUMER_IDS_CHANGED
 to the rebalance hooks.
 
-Not expressible over remoting (``Unsupported``): delivery timestamps (use delay levels) and the POP
-model (receive / ack / change invisible duration): txmq's remoting door has no POP codes.
+Delivery timestamps travel as RocketMQ 5's ``TIMER_DELIVER_MS`` property. Not expressible over remoting
+(``Unsupported``): the POP model (receive / ack / change invisible duration): txmq's remoting door has
+no POP codes; use the gRPC transport for a SimpleConsumer.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ class RemotingTransport:
         self._heartbeat_task: asyncio.Task[None] | None = None
 
     def supports(self, feature: Feature) -> bool:
-        return feature not in (Feature.POP, Feature.DELIVERY_TIMESTAMP)
+        return feature is not Feature.POP
 
     async def start(self) -> None:
         if self._heartbeat_task is None:

@@ -29,10 +29,7 @@ def message_properties(message: Message, message_id: str, producer_group: str) -
     if message.delay_level:
         result[props.DELAY] = str(message.delay_level)
     if message.delivery_timestamp_ms is not None:
-        raise errors.Unsupported(
-            "delivery timestamps are not carried by the remoting transport; use delay_level, or "
-            "the gRPC transport (endpoints='host:8081', transport='grpc')"
-        )
+        result[props.TIMER_DELIVER_MS] = str(message.delivery_timestamp_ms)  # RocketMQ 5's timer property
     if message.transactional:
         result[props.TRAN_MSG] = "true"
         if message.check_immunity_s is not None:
