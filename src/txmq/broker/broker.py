@@ -37,6 +37,7 @@ from txmq.common import properties as props
 from txmq.common.clock import Clock, SystemClock
 from txmq.common.message import Message, MessageQueue, MessageView, SendResult
 from txmq.storage.api import ReadStatus, StoreConfig, StoredRecord
+from txmq.storage.fs import FileSystem
 from txmq.storage.store import MessageStore
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,13 @@ class Broker:
 
     # ---- lifecycle ----------------------------------------------------------------------------
     @classmethod
-    async def open(cls, config: BrokerConfig, *, clock: Clock | None = None) -> Broker:
+    async def open(
+        cls, config: BrokerConfig, *, clock: Clock | None = None, fs: FileSystem | None = None,
+        inline_flush: bool = False,
+    ) -> Broker:
+        """Open the store and the services. ``fs`` and ``inline_flush`` exist for the deterministic
+        simulation (txmq.testing.sim): a FaultyFileSystem, and appends flushed inline instead of by
+        background tasks, so one seed yields one history."""
         config.validate()
         clock = clock or SystemClock()
         store = MessageStore.open(
@@ -102,9 +109,13 @@ class Broker:
                 store_host=f"{config.host}:{config.remoting_port}",
             ),
             clock=clock,
+            fs=fs,
             index_keys=index_keys,
         )
-        await store.start()
+        if inline_flush:
+            store.inline_flush = True
+        else:
+            await store.start()
         broker = cls(config, store, clock)
         await broker.transactions.recover()
         return broker
