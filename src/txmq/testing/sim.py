@@ -153,7 +153,7 @@ class Simulation:
                 self.fault(f"open_failed {type(exc).__name__}: {exc}; the operator fixes the disk")
                 self.fs.heal()
         else:
-            raise AssertionError("the broker did not come back after 10 crashes in recovery")
+            raise AssertionError(f"seed {self.seed}: the broker did not come back: {self.faults[-1]}")
         self.broker.set_group_policy("gf", fifo=True)
         self.heartbeat()
 

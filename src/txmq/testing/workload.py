@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from txmq.common.errors import TxmqError
+from txmq.common.properties import RETRY_TOPIC
 from txmq.common.message import Message, MessageView
 from txmq.storage.api import ReadStatus
 from txmq.testing.network import RpcTimeout
@@ -157,8 +158,14 @@ class Workload:
 
     # ---- consuming -----------------------------------------------------------------------------
     def record_consumed(self, group: str, via: str, views: list[MessageView]) -> None:
-        msgs = [{"key": v.body.decode(), "topic": v.topic, "queue": v.queue_id, "offset": v.queue_offset}
-                for v in views]  # fmt: skip
+        msgs: list[dict[str, Any]] = []
+        for v in views:
+            if v.reconsume_times > 0 or RETRY_TOPIC in v.properties:
+                # redelivered from the group's retry queue: the view names the original topic but the
+                # retry queue's position, so its offset says nothing about the original queue
+                msgs.append({"key": v.body.decode(), "topic": v.topic, "retry": True})
+            else:
+                msgs.append({"key": v.body.decode(), "topic": v.topic, "queue": v.queue_id, "offset": v.queue_offset})
         self.sim.record({"f": "consume", "type": "ok", "group": group, "via": via, "msgs": msgs})
 
     async def receive(self, group: str, topic: str, batch: int) -> list[MessageView]:
@@ -210,8 +217,11 @@ class Workload:
         moved = False
         for _ in range(64 if until_end else 1):
             position = self.pull_pos.get((topic, queue), 0)
-            result = await self.sim.broker.pull(group=PULL_GROUP, topic=topic, queue_id=queue, offset=position,
-                                                batch_size=8)  # fmt: skip
+            try:
+                result = await self.sim.broker.pull(group=PULL_GROUP, topic=topic, queue_id=queue,
+                                                    offset=position, batch_size=8)  # fmt: skip
+            except TxmqError:
+                return moved
             if result.status in (ReadStatus.OFFSET_OVERFLOW, ReadStatus.OFFSET_TOO_SMALL):
                 self.sim.record({"f": "pull_status", "type": "info", "group": PULL_GROUP, "topic": topic,
                                  "queue": queue, "status": result.status.name, "offset": position})  # fmt: skip
