@@ -105,6 +105,19 @@ class ConsumeQueue:
         self.min_offset = min(self.min_offset, self.max_offset)
         return dropped
 
+    def discard_pending(self) -> None:
+        """Forget buffered units and any partial unit a failed write left (dispatch failed)."""
+        self._pending.clear()
+        if self.files:
+            last = self.files[-1]
+            partial = last.handle.size() % UNIT_BYTES
+            if partial:
+                try:
+                    last.handle.truncate(last.handle.size() - partial)
+                except OSError:
+                    pass  # the store is fenced; recovery cuts a torn unit at the next open
+        self._refresh_max_physical()
+
     def drop_last_unit(self) -> None:
         """Remove the last unit (recovery cutting a tail that was never fsynced and holds garbage)."""
         invariant(not self._pending, "truncate only with nothing buffered")

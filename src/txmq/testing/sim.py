@@ -27,9 +27,10 @@ from txmq.broker.clients import ClientKind
 from txmq.broker.config import BrokerConfig
 from txmq.broker.send import SendContext
 from txmq.common.clock import FakeClock
-from txmq.common.errors import TxmqError
+from txmq.common.errors import CorruptRecord, TxmqError
 from txmq.common.message import Message, MessageView
 from txmq.storage.api import FlushMode
+from txmq.storage.verify import repair_store
 from txmq.testing.checker import Figures, check
 from txmq.testing.faults import CrashingFileSystem, SimulatedCrash
 from txmq.testing.network import FaultyNetwork, NetworkFaults, RpcTimeout
@@ -150,12 +151,21 @@ class Simulation:
             except SimulatedCrash:
                 self.power_cut("during recovery")
             except (OSError, TxmqError) as exc:  # refusing to start on a failing disk is allowed
-                self.fault(f"open_failed {type(exc).__name__}: {exc}; the operator fixes the disk")
-                self.fs.heal()
+                self.fault(f"open_failed {type(exc).__name__}: {exc}")
+                self.operator_fixes(exc)
         else:
             raise AssertionError(f"seed {self.seed}: the broker did not come back: {self.faults[-1]}")
         self.broker.set_group_policy("gf", fifo=True)
         self.heartbeat()
+
+    def operator_fixes(self, exc: BaseException) -> None:
+        """What an operator does when the broker refuses to start: free the disk, and for damage in
+        the middle of the log run ``txmq store repair --yes`` (after a power cut the damaged record and
+        everything after it were never fsynced, so never acknowledged: the checker proves it)."""
+        self.fs.heal()
+        if isinstance(exc, CorruptRecord) and "middle of the CommitLog" in exc.message:
+            result = repair_store(self.fs, "/sim/store", confirm=True)
+            self.fault(f"operator_repair: {'; '.join(result.actions)}")
 
     def heartbeat(self) -> None:
         assert self.broker is not None
