@@ -13,8 +13,9 @@ CTX = SendContext(producer_group="pg", born_host="10.0.0.1:1")
 
 
 def config() -> BrokerConfig:
-    return BrokerConfig(data_dir="/b", flush=FlushMode.SYNC, segment_bytes=64 * 1024, default_queues=2,
-                        delay_levels="1s 2s")  # fmt: skip
+    return BrokerConfig(
+        data_dir="/b", flush=FlushMode.SYNC, segment_bytes=64 * 1024, default_queues=2, delay_levels="1s 2s"
+    )
 
 
 async def open_broker(fs: FaultyFileSystem, clock: FakeClock) -> Broker:

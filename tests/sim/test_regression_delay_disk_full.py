@@ -25,7 +25,9 @@ async def _due_while_disk_full(message: Message) -> list[bytes]:
     fs.set_space_left(None)
     clock.advance(1_000)
     await broker.tick(clock.now_ms())
-    got = await broker.receive(group="g", topic="d", expression="*", batch_size=8, invisible_ms=10_000, long_poll_ms=0)
+    got = await broker.receive(
+        group="g", topic="d", expression="*", batch_size=8, invisible_ms=10_000, long_poll_ms=0
+    )
     await broker.close()
     return [v.body for v in got]
 

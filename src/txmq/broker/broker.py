@@ -116,8 +116,20 @@ class Broker:
             store.inline_flush = True
         else:
             await store.start()
-        broker = cls(config, store, clock)
-        await broker.transactions.recover()
+        try:
+            broker = cls(config, store, clock)
+            await broker.transactions.recover()
+        except (TypeError, KeyError, ValueError, AttributeError, IndexError) as exc:
+            # a metadata file that passed its checksum but holds JSON of the wrong shape (hand-edited,
+            # or written by another version): a clear error instead of a traceback on every start
+            await store.close()
+            raise errors.CorruptRecord(
+                f"broker metadata in {Path(config.data_dir) / 'config'} is malformed ({type(exc).__name__}: "
+                f"{exc}); restore the file or remove it to start with defaults"
+            ) from exc
+        except BaseException:
+            await store.close()
+            raise
         return broker
 
     def start_background(self) -> None:

@@ -95,7 +95,12 @@ def trim_queue_tails(log: CommitLog, queues: ConsumeQueueSet, start: int) -> int
     for (topic, queue_id), queue in queues.queues.items():
         while queue.max_offset > queue.min_offset:
             units = queue.units(queue.max_offset - 1, 1)
-            if units and units[0].physical_offset < start and _unit_matches(log, units[0], topic, queue_id, limit):
+            last = units[0] if units else None
+            if (
+                last is not None
+                and last.physical_offset < start
+                and _unit_matches(log, last, topic, queue_id, limit)
+            ):
                 break
             queue.drop_last_unit()
             dropped += 1
@@ -103,6 +108,10 @@ def trim_queue_tails(log: CommitLog, queues: ConsumeQueueSet, start: int) -> int
 
 
 def _unit_matches(log: CommitLog, unit: QueueUnit, topic: str, queue_id: int, limit: int) -> bool:
+    if 0 <= unit.physical_offset < log.segments.min_offset():
+        # its segment was removed by retention (synced long before any checkpoint); a zeroed unit
+        # (size 0) is still garbage
+        return unit.size > 0
     try:
         record = log.read(unit.physical_offset, limit)
     except TxmqError:

@@ -73,9 +73,14 @@ class Figures:
     @property
     def ok(self) -> bool:
         return not (
-            self.lost or self.reordered or self.inconsistent_offsets or self.offset_regressions or self.phantom
-            or self.wrongly_visible or self.early
-        )  # fmt: skip
+            self.lost
+            or self.reordered
+            or self.inconsistent_offsets
+            or self.offset_regressions
+            or self.phantom
+            or self.wrongly_visible
+            or self.early
+        )
 
     def note(self, anomaly: str, detail: str) -> None:
         """Keep a few examples per anomaly so a failure says which message went wrong."""
@@ -104,9 +109,14 @@ class _State:
             for m in event["msgs"]:
                 if m["key"] not in self.sent:
                     self.sent[m["key"]] = SentMessage(
-                        m["key"], m["topic"], m.get("kind", "normal"), m.get("fifo_group"), int(m.get("seq", 0)),
-                        m.get("deliver_ms"), index,
-                    )  # fmt: skip
+                        m["key"],
+                        m["topic"],
+                        m.get("kind", "normal"),
+                        m.get("fifo_group"),
+                        int(m.get("seq", 0)),
+                        m.get("deliver_ms"),
+                        index,
+                    )
         elif op == "send" and kind == "ok":
             for key in event["keys"]:
                 self.sent[key].acked = True
@@ -116,7 +126,9 @@ class _State:
             self.commit_sent_at.setdefault(event["key"], index)
         elif op == "consume":
             for m in event["msgs"]:
-                self.deliveries[event["group"]].append((index, int(event["t"]), dict(m, via=event.get("via"))))
+                self.deliveries[event["group"]].append(
+                    (index, int(event["t"]), dict(m, via=event.get("via")))
+                )
         elif op == "pull_status":
             self.regressions.append(f"{event['group']} {event['topic']}/{event['queue']}: {event['status']}")
         elif op == "end":
@@ -130,7 +142,9 @@ def check(history: Iterable[Event], *, stuck_ms: int | None = None) -> Figures:
         state.feed(index, event)
     figures = Figures(sends_invoked=len(state.sent))
     figures.acknowledged = sum(1 for s in state.sent.values() if s.acked)
-    expected = {k for k, s in state.sent.items() if s.acked and (s.kind != "tx" or state.db.get(k) == "commit")}
+    expected = {
+        k for k, s in state.sent.items() if s.acked and (s.kind != "tx" or state.db.get(k) == "commit")
+    }
     figures.expected = len(expected)
     figures.offset_regressions = len(state.regressions)
     for detail in state.regressions:
@@ -158,7 +172,9 @@ def _check_deliveries(state: _State, figures: Figures, stuck_ms: int | None) -> 
                 figures.phantom += 1
                 figures.note("phantom", f"{group} consumed {key}, never sent")
                 continue
-            if sent.kind == "tx" and (state.db.get(key) != "commit" or state.commit_sent_at.get(key, index) >= index):
+            if sent.kind == "tx" and (
+                state.db.get(key) != "commit" or state.commit_sent_at.get(key, index) >= index
+            ):
                 figures.wrongly_visible += 1
                 figures.note("wrongly_visible", f"{group} consumed {key} (outcome {state.db.get(key)})")
             if sent.deliver_ms is not None and at_ms < sent.deliver_ms:

@@ -45,8 +45,12 @@ class FaultyNetwork:
     def _draw(self, allow_delay: bool) -> str | None:
         f = self.faults
         roll = self.rng.random()
-        for name, p in (("drop_request", f.drop_request), ("drop_reply", f.drop_reply),
-                        ("duplicate", f.duplicate), ("delay", f.delay if allow_delay else 0.0)):  # fmt: skip
+        for name, p in (
+            ("drop_request", f.drop_request),
+            ("drop_reply", f.drop_reply),
+            ("duplicate", f.duplicate),
+            ("delay", f.delay if allow_delay else 0.0),
+        ):
             if roll < p:
                 self.injected[name] = self.injected.get(name, 0) + 1
                 return name

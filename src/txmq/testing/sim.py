@@ -28,12 +28,12 @@ from txmq.broker.config import BrokerConfig
 from txmq.broker.send import SendContext
 from txmq.common.clock import FakeClock
 from txmq.common.errors import CorruptRecord, TxmqError
-from txmq.common.message import Message, MessageView
+from txmq.common.message import MessageView
 from txmq.storage.api import FlushMode
 from txmq.storage.verify import repair_store
 from txmq.testing.checker import Figures, check
 from txmq.testing.faults import CrashingFileSystem, SimulatedCrash
-from txmq.testing.network import FaultyNetwork, NetworkFaults, RpcTimeout
+from txmq.testing.network import FaultyNetwork, NetworkFaults
 from txmq.testing.workload import Workload
 
 DELAY_LEVELS_MS = (1_000, 2_000, 3_000, 5_000)
@@ -69,11 +69,15 @@ class SimResult:
     faults: list[str]
     history_hash: str
     simulated_ms: int
+    counters: dict[str, int] = field(default_factory=dict)  # network and check-back faults
 
     def report(self) -> str:
         """What a failing seed prints: how to replay it, its fault schedule and its figures."""
-        lines = [f"seed={self.seed} (replay: TXMQ_SIM_SEED={self.seed} pytest tests/sim -k replay)",
-                 f"history_hash={self.history_hash}", "fault schedule:"]  # fmt: skip
+        lines = [
+            f"seed={self.seed} (replay: TXMQ_SIM_SEED={self.seed} pytest tests/sim -k replay)",
+            f"history_hash={self.history_hash}",
+            "fault schedule:",
+        ]
         lines += [f"  {f}" for f in self.faults] or ["  (none)"]
         lines.append(json.dumps(self.figures.as_dict(), sort_keys=True))
         return "\n".join(lines)
@@ -131,11 +135,17 @@ class Simulation:
 
     def broker_config(self) -> BrokerConfig:
         return BrokerConfig(
-            data_dir="/sim", flush=FlushMode.SYNC, segment_bytes=64 * 1024, default_queues=QUEUES,
-            transaction_timeout_ms=2_000, transaction_check_interval_ms=1_000, transaction_check_max=40,
-            delay_levels=" ".join(f"{ms // 1000}s" for ms in DELAY_LEVELS_MS), max_delivery_attempts=1_000,
+            data_dir="/sim",
+            flush=FlushMode.SYNC,
+            segment_bytes=64 * 1024,
+            default_queues=QUEUES,
+            transaction_timeout_ms=2_000,
+            transaction_check_interval_ms=1_000,
+            transaction_check_max=40,
+            delay_levels=" ".join(f"{ms // 1000}s" for ms in DELAY_LEVELS_MS),
+            max_delivery_attempts=1_000,
             retry_backoff_ms=(1_000, 2_000),
-        )  # fmt: skip
+        )
 
     async def rpc(self, name: str, call: Any, *, allow_delay: bool = True) -> Any:
         assert self.broker is not None
@@ -146,7 +156,9 @@ class Simulation:
         """Open (recovering whatever the disk holds), crashing again if a crash was armed."""
         for _ in range(10):
             try:
-                self.broker = await Broker.open(self.broker_config(), clock=self.clock, fs=self.fs, inline_flush=True)
+                self.broker = await Broker.open(
+                    self.broker_config(), clock=self.clock, fs=self.fs, inline_flush=True
+                )
                 break
             except SimulatedCrash:
                 self.power_cut("during recovery")
@@ -208,9 +220,14 @@ class Simulation:
         if self.disk_full_until == self.step_index:
             self.fs.set_space_left(None)
             self.fault("disk_freed")
-        for p, action in ((c.restart, "restart"), (c.crash_now, "crash_now"), (c.crash_armed, "arm"),
-                          (c.disk_full, "disk_full"), (c.fsync_error, "fsync_error"),
-                          (c.write_error, "write_error")):  # fmt: skip
+        for p, action in (
+            (c.restart, "restart"),
+            (c.crash_now, "crash_now"),
+            (c.crash_armed, "arm"),
+            (c.disk_full, "disk_full"),
+            (c.fsync_error, "fsync_error"),
+            (c.write_error, "write_error"),
+        ):
             if roll < p:
                 await self._inject(action)
                 return
@@ -244,7 +261,8 @@ class Simulation:
     async def run(self) -> SimResult:
         await self.open_broker()
         start_ms = self.clock.now_ms()
-        for self.step_index in range(self.config.steps):
+        for step_index in range(self.config.steps):
+            self.step_index = step_index
             await self._guarded(self._step)
         await self._drain()
         figures = check(self.history)
@@ -252,7 +270,13 @@ class Simulation:
         digest = hashlib.sha256(payload).hexdigest()[:16]
         if self.broker is not None:
             await self.broker.close()
-        return SimResult(self.seed, self.history, figures, self.faults, digest, self.clock.now_ms() - start_ms)
+        counters = {
+            **{k: v for k, v in self.faults_injected.items() if k == "check_lost"},
+            **self.net.injected,
+        }
+        return SimResult(
+            self.seed, self.history, figures, self.faults, digest, self.clock.now_ms() - start_ms, counters
+        )
 
     async def _guarded(self, step: Any) -> None:
         """Run one step; a crash at a write or fsync kills the broker, which then recovers."""
@@ -284,8 +308,13 @@ class Simulation:
             quiet = quiet + 1 if not moved and round_index >= 12 else 0
             if quiet >= 3:
                 break
-        self.record({"f": "end", "type": "info",
-                     "drained": {**{g: list(t) for g, t in POP_GROUPS.items()}, PULL_GROUP: list(PULL_TOPICS)}})  # fmt: skip
+        self.record(
+            {
+                "f": "end",
+                "type": "info",
+                "drained": {**{g: list(t) for g, t in POP_GROUPS.items()}, PULL_GROUP: list(PULL_TOPICS)},
+            }
+        )
 
     async def _drain_round(self) -> bool:
         assert self.broker is not None

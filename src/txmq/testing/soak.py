@@ -1,6 +1,6 @@
 """Figures over many simulation seeds, and the ``make soak`` entry point:
 
-    python -m txmq.testing.soak --seeds 10000 [--budget-s 600]
+python -m txmq.testing.soak --seeds 10000 [--budget-s 600]
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ class Totals:
         self.consumed.update(f.consumed)
         self.simulated_ms += result.simulated_ms
         for line in result.faults:
-            self.faults[line.split(": ", 1)[1].split()[0]] += 1
+            self.faults[line.split(": ", 1)[1].split()[0].rstrip(":")] += 1
+        self.faults.update(result.counters)
 
     def summary(self) -> str:
         faults = ", ".join(f"{k}={v}" for k, v in sorted(self.faults.items()))

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from txmq.common.errors import TxmqError
-from txmq.common.properties import RETRY_TOPIC
 from txmq.common.message import Message, MessageView
+from txmq.common.properties import RETRY_TOPIC
 from txmq.storage.api import ReadStatus
 from txmq.testing.network import RpcTimeout
 
@@ -32,8 +32,9 @@ class Workload:
         message_id = f"01{self.sim.seed & 0xFFFFFFFF:08X}{self.next_key:024X}"
         return f"k{self.next_key}", message_id
 
-    async def send(self, messages: list[Message], meta: list[dict[str, Any]], *, retries: int,
-                   allow_delay: bool = True) -> list[Any] | None:  # fmt: skip
+    async def send(
+        self, messages: list[Message], meta: list[dict[str, Any]], *, retries: int, allow_delay: bool = True
+    ) -> list[Any] | None:
         """Send with retries on timeouts (a retry may duplicate the message: at-least-once)."""
         from txmq.testing.sim import CTX
 
@@ -66,7 +67,9 @@ class Workload:
         self.fifo_seq[group] = seq
         key, mid = self.new_key()
         message = Message(topic="t-fifo", body=key.encode(), message_id=mid, message_group=group)
-        meta: list[dict[str, Any]] = [{"key": key, "topic": "t-fifo", "kind": "fifo", "fifo_group": group, "seq": seq}]
+        meta: list[dict[str, Any]] = [
+            {"key": key, "topic": "t-fifo", "kind": "fifo", "fifo_group": group, "seq": seq}
+        ]
         await self.send([message], meta, retries=3, allow_delay=False)  # FIFO producers send in order
 
     async def send_delayed(self) -> None:
@@ -80,8 +83,12 @@ class Workload:
             deliver_ms = now + DELAY_LEVELS_MS[level - 1]
         else:
             deliver_ms = now + self.rng.randint(-500, 8_000)
-            message = Message(topic="t-delay", body=key.encode(), message_id=mid, delivery_timestamp_ms=deliver_ms)
-        meta: list[dict[str, Any]] = [{"key": key, "topic": "t-delay", "kind": "delay", "deliver_ms": deliver_ms}]
+            message = Message(
+                topic="t-delay", body=key.encode(), message_id=mid, delivery_timestamp_ms=deliver_ms
+            )
+        meta: list[dict[str, Any]] = [
+            {"key": key, "topic": "t-delay", "kind": "delay", "deliver_ms": deliver_ms}
+        ]
         await self.send([message], meta, retries=self.rng.randint(0, 1))
 
     # ---- transactions --------------------------------------------------------------------------
@@ -112,11 +119,17 @@ class Workload:
         outcome = self.db.get(key, "rollback")
         commit = {"commit": True, "rollback": False}.get(outcome)
         txid = txid or self.txids[key]
-        self.sim.record({"f": "end_tx", "type": "invoke", "key": key, "commit": commit, "from_check": from_check})
+        self.sim.record(
+            {"f": "end_tx", "type": "invoke", "key": key, "commit": commit, "from_check": from_check}
+        )
         for _ in range(2):
             try:
-                await self.sim.rpc("end_tx", lambda b: b.end_transaction(
-                    topic="t-tx", message_id="", transaction_id=txid, commit=commit, from_check=from_check))  # fmt: skip
+                await self.sim.rpc(
+                    "end_tx",
+                    lambda b: b.end_transaction(
+                        topic="t-tx", message_id="", transaction_id=txid, commit=commit, from_check=from_check
+                    ),
+                )
             except RpcTimeout:
                 self.sim.record({"f": "end_tx", "type": "info", "key": key})
                 continue
@@ -165,15 +178,26 @@ class Workload:
                 # retry queue's position, so its offset says nothing about the original queue
                 msgs.append({"key": v.body.decode(), "topic": v.topic, "retry": True})
             else:
-                msgs.append({"key": v.body.decode(), "topic": v.topic, "queue": v.queue_id, "offset": v.queue_offset})
+                msgs.append(
+                    {"key": v.body.decode(), "topic": v.topic, "queue": v.queue_id, "offset": v.queue_offset}
+                )
         self.sim.record({"f": "consume", "type": "ok", "group": group, "via": via, "msgs": msgs})
 
     async def receive(self, group: str, topic: str, batch: int) -> list[MessageView]:
         invisible_ms = self.rng.randint(1_000, 5_000)
         try:
-            views: list[MessageView] = await self.sim.rpc("receive", lambda b: b.receive(
-                group=group, topic=topic, expression="*", batch_size=batch, invisible_ms=invisible_ms,
-                long_poll_ms=0), allow_delay=False)  # fmt: skip
+            views: list[MessageView] = await self.sim.rpc(
+                "receive",
+                lambda b: b.receive(
+                    group=group,
+                    topic=topic,
+                    expression="*",
+                    batch_size=batch,
+                    invisible_ms=invisible_ms,
+                    long_poll_ms=0,
+                ),
+                allow_delay=False,
+            )
         except (RpcTimeout, TxmqError):
             return []
         if views:
@@ -187,7 +211,9 @@ class Workload:
             if choice == "ack":
                 await self.sim.rpc("ack", _ack(group, handle), allow_delay=False)
             elif choice == "nack":
-                await self.sim.rpc("nack", _nack(group, handle, self.rng.randint(0, 2_000)), allow_delay=False)
+                await self.sim.rpc(
+                    "nack", _nack(group, handle, self.rng.randint(0, 2_000)), allow_delay=False
+                )
         except (RpcTimeout, TxmqError) as exc:
             self.sim.record({"f": choice, "type": "fail", "group": group, "error": type(exc).__name__})
 
@@ -196,7 +222,13 @@ class Workload:
         topic = self.rng.choice(POP[group])
         for view in await self.receive(group, topic, self.rng.randint(1, 8)):
             roll = self.rng.random()
-            choice = "ack" if roll < 0.75 or group == "gf" and roll < 0.9 else "nack" if roll < 0.85 else "forget"
+            choice = (
+                "ack"
+                if roll < 0.75 or (group == "gf" and roll < 0.9)
+                else "nack"
+                if roll < 0.85
+                else "forget"
+            )
             await self.settle(group, view, choice)
 
     async def consume_all(self, group: str, topic: str) -> bool:
@@ -218,13 +250,23 @@ class Workload:
         for _ in range(64 if until_end else 1):
             position = self.pull_pos.get((topic, queue), 0)
             try:
-                result = await self.sim.broker.pull(group=PULL_GROUP, topic=topic, queue_id=queue,
-                                                    offset=position, batch_size=8)  # fmt: skip
+                result = await self.sim.broker.pull(
+                    group=PULL_GROUP, topic=topic, queue_id=queue, offset=position, batch_size=8
+                )
             except TxmqError:
                 return moved
             if result.status in (ReadStatus.OFFSET_OVERFLOW, ReadStatus.OFFSET_TOO_SMALL):
-                self.sim.record({"f": "pull_status", "type": "info", "group": PULL_GROUP, "topic": topic,
-                                 "queue": queue, "status": result.status.name, "offset": position})  # fmt: skip
+                self.sim.record(
+                    {
+                        "f": "pull_status",
+                        "type": "info",
+                        "group": PULL_GROUP,
+                        "topic": topic,
+                        "queue": queue,
+                        "status": result.status.name,
+                        "offset": position,
+                    }
+                )
             if result.messages:
                 self.record_consumed(PULL_GROUP, "pull", result.messages)
                 moved = True
