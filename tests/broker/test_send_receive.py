@@ -22,7 +22,9 @@ async def send(broker: Broker, topic: str, body: bytes, **kw: object) -> str:
     return results[0].message_id
 
 
-async def receive(broker: Broker, group: str, topic: str, n: int = 32, expr: str = "*", invisible_ms: int = 10_000):  # type: ignore[no-untyped-def]
+async def receive(
+    broker: Broker, group: str, topic: str, n: int = 32, expr: str = "*", invisible_ms: int = 10_000
+):  # type: ignore[no-untyped-def]
     return await broker.receive(
         group=group, topic=topic, expression=expr, batch_size=n, invisible_ms=invisible_ms, long_poll_ms=0
     )
@@ -61,7 +63,9 @@ async def test_ack_with_stale_handle_is_rejected(broker: Broker, clock: FakeCloc
         broker.ack(group="g", receipt_handle=new_handle)
 
 
-async def test_invisible_expiry_redelivers_with_attempt_count_then_dlq(tmp_path: Path, clock: FakeClock) -> None:
+async def test_invisible_expiry_redelivers_with_attempt_count_then_dlq(
+    tmp_path: Path, clock: FakeClock
+) -> None:
     broker = await Broker.open(make_config(tmp_path, max_delivery_attempts=3), clock=clock)
     try:
         message_id = await send(broker, "t", b"payload")

@@ -33,7 +33,9 @@ async def visible(broker: Broker, topic: str = "pay") -> list[bytes]:
 
 
 async def end(broker: Broker, mid: str, txid: str, commit: bool | None, *, from_check: bool = False) -> None:
-    await broker.end_transaction(topic="pay", message_id=mid, transaction_id=txid, commit=commit, from_check=from_check)
+    await broker.end_transaction(
+        topic="pay", message_id=mid, transaction_id=txid, commit=commit, from_check=from_check
+    )
 
 
 async def test_half_invisible_until_commit(broker: Broker) -> None:
@@ -99,7 +101,9 @@ async def test_immunity_time_delays_first_check(broker: Broker, clock: FakeClock
     assert len(channel.checks) == 1
 
 
-async def test_unknown_until_max_then_discard_then_resume_then_late_commit(broker: Broker, clock: FakeClock) -> None:
+async def test_unknown_until_max_then_discard_then_resume_then_late_commit(
+    broker: Broker, clock: FakeClock
+) -> None:
     channel = attach_producer(broker, "p1", "pg")
     mid, txid = await half(broker, b"stuck")
     clock.advance(6_000)
@@ -123,7 +127,7 @@ async def test_unknown_until_max_then_discard_then_resume_then_late_commit(broke
 
 
 async def test_no_producer_means_no_check_counted(broker: Broker, clock: FakeClock) -> None:
-    mid, txid = await half(broker)
+    _mid, txid = await half(broker)
     for _ in range(10):
         clock.advance(30_000)
         await broker.tick(clock.now_ms())
@@ -150,7 +154,7 @@ async def test_restart_mid_check_keeps_counts_and_decisions(tmp_path: Path, cloc
     broker = await Broker.open(config, clock=clock)
     attach_producer(broker, "p1", "pg")
     mid_a, tx_a = await half(broker, b"a")
-    mid_b, tx_b = await half(broker, b"b")
+    _mid_b, tx_b = await half(broker, b"b")
     clock.advance(6_000)
     await broker.tick(clock.now_ms())
     await end(broker, mid_a, tx_a, True, from_check=True)

@@ -17,7 +17,9 @@ from .grpc_harness import BrokerProcess, Clients, official_client, receive_all
 pytestmark = pytest.mark.slow
 
 
-def _send_until_stopped(producer: object, rmq: object, topic: str, acked: list[str], stop: threading.Event) -> None:
+def _send_until_stopped(
+    producer: object, rmq: object, topic: str, acked: list[str], stop: threading.Event
+) -> None:
     sequence = 0
     while not stop.is_set():
         message = rmq.Message()  # type: ignore[attr-defined]

@@ -60,12 +60,22 @@ def message_json(view: MessageView) -> dict[str, Any]:
     except UnicodeDecodeError:
         body = view.body.hex()
     return {
-        "message_id": view.message_id, "topic": view.topic, "queue_id": view.queue_id,
-        "queue_offset": view.queue_offset, "commit_log_offset": view.commit_log_offset, "tags": view.tags,
-        "keys": list(view.keys), "message_group": view.message_group, "born_ms": view.born_timestamp_ms,
-        "store_ms": view.store_timestamp_ms, "delivery_ms": view.delivery_timestamp_ms,
-        "type": view.message_type.name, "reconsume_times": view.reconsume_times,
-        "properties": dict(view.properties), "body": body, "body_bytes": len(view.body),
+        "message_id": view.message_id,
+        "topic": view.topic,
+        "queue_id": view.queue_id,
+        "queue_offset": view.queue_offset,
+        "commit_log_offset": view.commit_log_offset,
+        "tags": view.tags,
+        "keys": list(view.keys),
+        "message_group": view.message_group,
+        "born_ms": view.born_timestamp_ms,
+        "store_ms": view.store_timestamp_ms,
+        "delivery_ms": view.delivery_timestamp_ms,
+        "type": view.message_type.name,
+        "reconsume_times": view.reconsume_times,
+        "properties": dict(view.properties),
+        "body": body,
+        "body_bytes": len(view.body),
     }
 
 
@@ -74,7 +84,11 @@ def _topic_json(broker: Broker, name: str) -> dict[str, Any]:
     if config is None:
         raise errors.TopicNotFound(f"topic {name} does not exist")
     queues = [
-        {"queue_id": q, "min_offset": broker.store.min_offset(name, q), "max_offset": broker.store.max_offset(name, q)}
+        {
+            "queue_id": q,
+            "min_offset": broker.store.min_offset(name, q),
+            "max_offset": broker.store.max_offset(name, q),
+        }
         for q in range(config.queues)
     ]
     return {**config.to_json(), "queue_offsets": queues}
@@ -87,7 +101,8 @@ async def _topic_create(broker: Broker, args: dict[str, Any]) -> Any:
         raise errors.InvalidArgument(f"message type must be one of {', '.join(TopicMessageType.__members__)}")
     queues = args.get("queues")
     config = broker.topics.create(
-        _str(args, "name"), queues=int(queues) if queues is not None else None,
+        _str(args, "name"),
+        queues=int(queues) if queues is not None else None,
         message_type=TopicMessageType[kind],
     )
     return config.to_json()
@@ -120,7 +135,9 @@ async def _group_describe(broker: Broker, args: dict[str, Any]) -> Any:
     rows = []
     for (topic, queue_id), offset in sorted(broker.offsets.of_group(group).items()):
         high = broker.store.max_offset(topic, queue_id)
-        rows.append({"topic": topic, "queue_id": queue_id, "offset": offset, "max_offset": high, "lag": high - offset})
+        rows.append(
+            {"topic": topic, "queue_id": queue_id, "offset": offset, "max_offset": high, "lag": high - offset}
+        )
     clients = [c.client_id for c in broker.clients.consumers_of(group)]
     return {"group": group, "queues": rows, "inflight": broker.pop.inflight_of(group), "clients": clients}
 
@@ -141,8 +158,9 @@ async def _group_reset(broker: Broker, args: dict[str, Any]) -> Any:
 @_op("query.key")
 async def _query_key(broker: Broker, args: dict[str, Any]) -> Any:
     topic = args.get("topic")
-    views = broker.query_by_key(_str(args, "key"), topic=topic if isinstance(topic, str) else None,
-                                max_count=int(args.get("max", 64)))
+    views = broker.query_by_key(
+        _str(args, "key"), topic=topic if isinstance(topic, str) else None, max_count=int(args.get("max", 64))
+    )
     return [message_json(v) for v in views]
 
 
@@ -180,9 +198,14 @@ async def _tx_resolve(broker: Broker, args: dict[str, Any]) -> Any:
 async def _status(broker: Broker, args: dict[str, Any]) -> Any:
     store = broker.store
     return {
-        "broker_name": broker.config.broker_name, "flush": broker.config.flush.value,
-        "max_physical_offset": store.max_physical_offset, "flushed_offset": store.flushed_offset,
-        "fenced": store.fenced, "fence_reason": store.fence_reason,
-        "clients": len(broker.clients.all()), "transactions_checks_sent": broker.transactions.checks_sent,
-        "transactions_discarded": broker.transactions.discarded, "delayed_delivered": broker.delays.delivered,
+        "broker_name": broker.config.broker_name,
+        "flush": broker.config.flush.value,
+        "max_physical_offset": store.max_physical_offset,
+        "flushed_offset": store.flushed_offset,
+        "fenced": store.fenced,
+        "fence_reason": store.fence_reason,
+        "clients": len(broker.clients.all()),
+        "transactions_checks_sent": broker.transactions.checks_sent,
+        "transactions_discarded": broker.transactions.discarded,
+        "delayed_delivered": broker.delays.delivered,
     }

@@ -65,23 +65,35 @@ class Broker:
         self.clock = clock
         meta = MetaFiles(store.fs, Path(config.data_dir) / "config")
         self.meta = meta
-        self.topics = TopicRegistry(meta, default_queues=config.default_queues, auto_create=config.auto_create_topics)
+        self.topics = TopicRegistry(
+            meta, default_queues=config.default_queues, auto_create=config.auto_create_topics
+        )
         self.offsets = ConsumerOffsets(meta)
         self.clients = ClientRegistry(clock)
         self.waiters = ArrivalWaiters()
         store.add_arrival_listener(self.waiters.notify)
         self.delay_levels = levels_mod.parse_delay_levels(config.delay_levels)
         self.sender = SendService(
-            store, self.topics, clock, delay_levels=self.delay_levels, delay_ms_max=config.delay_ms_max,
+            store,
+            self.topics,
+            clock,
+            delay_levels=self.delay_levels,
+            delay_ms_max=config.delay_ms_max,
             broker_name=config.broker_name,
         )
         self._ensure_system_topics()
         self.delays = DelayService(
-            store, meta, levels=len(self.delay_levels), timer_queues=self.sender.timer_queue_count,
+            store,
+            meta,
+            levels=len(self.delay_levels),
+            timer_queues=self.sender.timer_queue_count,
             now_ms=clock.now_ms(),
         )
         self.pop = PopService(
-            store, self.offsets, revive=self._revive, dead_letter=self._dead_letter,
+            store,
+            self.offsets,
+            revive=self._revive,
+            dead_letter=self._dead_letter,
             default_policy=GroupPolicy(max_attempts=config.max_delivery_attempts),
         )
         self.transactions = TransactionService(self, meta)
@@ -182,16 +194,28 @@ class Broker:
         return await self.sender.send(messages, ctx)
 
     async def end_transaction(
-        self, *, topic: str, message_id: str, transaction_id: str, commit: bool | None, from_check: bool,
-        client_id: str = "", operator: bool = False,
+        self,
+        *,
+        topic: str,
+        message_id: str,
+        transaction_id: str,
+        commit: bool | None,
+        from_check: bool,
+        client_id: str = "",
+        operator: bool = False,
     ) -> None:
         await self.transactions.end(
-            topic=topic, message_id=message_id, transaction_id=transaction_id, commit=commit,
-            from_check=from_check, client_id=client_id, operator=operator,
+            topic=topic,
+            message_id=message_id,
+            transaction_id=transaction_id,
+            commit=commit,
+            from_check=from_check,
+            client_id=client_id,
+            operator=operator,
         )
 
     async def recall(self, topic: str, recall_handle: str) -> str:
-        timer_topic, queue_id, queue_offset, physical = decode_recall_handle(recall_handle)
+        timer_topic, _queue_id, _queue_offset, physical = decode_recall_handle(recall_handle)
         if timer_topic not in (names.TIMER_TOPIC, names.SCHEDULE_TOPIC):
             raise errors.InvalidArgument("the recall handle does not name a delayed message")
         record = self.store.read(physical)
@@ -214,7 +238,9 @@ class Broker:
         return [MessageQueue(topic, q, self.config.broker_name) for q in range(config.queues)]
 
     # ---- POP consumption ----------------------------------------------------------------------
-    def set_group_policy(self, group: str, *, max_attempts: int | None = None, fifo: bool | None = None) -> None:
+    def set_group_policy(
+        self, group: str, *, max_attempts: int | None = None, fifo: bool | None = None
+    ) -> None:
         current = self.pop.policy(group)
         self.pop.set_policy(
             group,
@@ -225,8 +251,15 @@ class Broker:
         )
 
     async def receive(
-        self, *, group: str, topic: str, expression: str | None, batch_size: int, invisible_ms: int,
-        long_poll_ms: int, queue_id: int | None = None,
+        self,
+        *,
+        group: str,
+        topic: str,
+        expression: str | None,
+        batch_size: int,
+        invisible_ms: int,
+        long_poll_ms: int,
+        queue_id: int | None = None,
     ) -> list[MessageView]:
         names.validate_group(group)
         if not 1 <= batch_size <= limits.receive_batch_max:
@@ -297,10 +330,14 @@ class Broker:
             props.RETRY_TOPIC: decoded.get(props.RETRY_TOPIC) or record.topic,
             props.ORIGIN_MESSAGE_ID: decoded.get(props.ORIGIN_MESSAGE_ID) or decoded.get(props.UNIQ_KEY, ""),
         }
-        request = to_real_topic(record, {**decoded, props.REAL_TOPIC: retry, props.REAL_QUEUE_ID: "0"}, extra=extra)
+        request = to_real_topic(
+            record, {**decoded, props.REAL_TOPIC: retry, props.REAL_QUEUE_ID: "0"}, extra=extra
+        )
         await self.store.put(request)
 
-    async def _dead_letter(self, group: str, record: StoredRecord, decoded: dict[str, str], attempt: int) -> None:
+    async def _dead_letter(
+        self, group: str, record: StoredRecord, decoded: dict[str, str], attempt: int
+    ) -> None:
         dlq = names.dlq_topic(group)
         self.topics.resolve(dlq, for_write=True)
         origin_topic = decoded.get(props.RETRY_TOPIC) or record.topic
@@ -310,14 +347,30 @@ class Broker:
             props.DLQ_ORIGIN_MESSAGE_ID: decoded.get(props.UNIQ_KEY, ""),
         }
         decoded = {k: v for k, v in decoded.items() if k != props.RETRY_TOPIC}
-        request = to_real_topic(record, {**decoded, props.REAL_TOPIC: dlq, props.REAL_QUEUE_ID: "0"}, extra=extra)
+        request = to_real_topic(
+            record, {**decoded, props.REAL_TOPIC: dlq, props.REAL_QUEUE_ID: "0"}, extra=extra
+        )
         await self.store.put(request)
-        log.info("message %s of group %s moved to %s after %d attempts", decoded.get(props.UNIQ_KEY), group, dlq, attempt)
+        log.info(
+            "message %s of group %s moved to %s after %d attempts",
+            decoded.get(props.UNIQ_KEY),
+            group,
+            dlq,
+            attempt,
+        )
 
     # ---- offset-based pull --------------------------------------------------------------------
     async def pull(
-        self, *, group: str | None, topic: str, queue_id: int, offset: int, batch_size: int,
-        expression: str | None = None, long_poll_ms: int = 0, max_bytes: int = limits.pull_bytes_max,
+        self,
+        *,
+        group: str | None,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        batch_size: int,
+        expression: str | None = None,
+        long_poll_ms: int = 0,
+        max_bytes: int = limits.pull_bytes_max,
     ) -> PullResult:
         if offset < 0:
             raise errors.InvalidOffset("the offset must not be negative")
@@ -372,7 +425,9 @@ class Broker:
             return self.store.max_offset(topic, queue_id)
         return self.store.offset_by_time(topic, queue_id, timestamp_ms)
 
-    def reset_group_offset(self, group: str, topic: str, offset_policy: OffsetPolicy, timestamp_ms: int = 0) -> dict[int, int]:
+    def reset_group_offset(
+        self, group: str, topic: str, offset_policy: OffsetPolicy, timestamp_ms: int = 0
+    ) -> dict[int, int]:
         config = self.topics.resolve(topic, for_write=False)
         result: dict[int, int] = {}
         for queue_id in range(config.queues):

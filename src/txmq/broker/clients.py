@@ -111,7 +111,9 @@ class ClientRegistry:
                 for c in self._clients.values()
                 if group in c.groups
                 and c.kind is not ClientKind.PRODUCER
-                and (now - c.last_seen_ms < self._expiry_ms or (c.channel is not None and c.channel.is_open()))
+                and (
+                    now - c.last_seen_ms < self._expiry_ms or (c.channel is not None and c.channel.is_open())
+                )
             ),
             key=lambda c: c.client_id,
         )

@@ -119,14 +119,25 @@ class PopService:
             await self._expire(group, topic, queue_id, state, now_ms)
             want = batch_size - len(result)
             if fifo:
-                result += await self._take_fifo(group, topic, queue_id, state, tag_filter, want, invisible_ms, now_ms)
+                result += await self._take_fifo(
+                    group, topic, queue_id, state, tag_filter, want, invisible_ms, now_ms
+                )
             else:
-                result += await self._take(group, topic, queue_id, state, tag_filter, want, invisible_ms, now_ms)
+                result += await self._take(
+                    group, topic, queue_id, state, tag_filter, want, invisible_ms, now_ms
+                )
         return result
 
     async def _take(
-        self, group: str, topic: str, queue_id: int, state: QueueState, tag_filter: TagFilter,
-        want: int, invisible_ms: int, now_ms: int,
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        state: QueueState,
+        tag_filter: TagFilter,
+        want: int,
+        invisible_ms: int,
+        now_ms: int,
     ) -> list[MessageView]:
         taken: list[MessageView] = []
         while len(taken) < want:
@@ -146,12 +157,21 @@ class PopService:
                     self._finish(group, topic, queue_id, state, unit.queue_offset)
                     continue
                 attempt = int(decoded.get(props.RECONSUME_TIME, "0") or 0) + 1
-                taken.append(self._lease(group, topic, state, record, decoded, attempt, invisible_ms, now_ms, None))
+                taken.append(
+                    self._lease(group, topic, state, record, decoded, attempt, invisible_ms, now_ms, None)
+                )
         return taken
 
     async def _take_fifo(
-        self, group: str, topic: str, queue_id: int, state: QueueState, tag_filter: TagFilter,
-        want: int, invisible_ms: int, now_ms: int,
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        state: QueueState,
+        tag_filter: TagFilter,
+        want: int,
+        invisible_ms: int,
+        now_ms: int,
     ) -> list[MessageView]:
         """FIFO: within a queue, a message group's next message only after the previous one is done."""
         taken: list[MessageView] = []
@@ -163,7 +183,9 @@ class PopService:
             if group_key is not None and group_key in busy:
                 continue
             del state.fifo_pending[offset]
-            view = await self._lease_offset(group, topic, queue_id, state, offset, tag_filter, invisible_ms, now_ms)
+            view = await self._lease_offset(
+                group, topic, queue_id, state, offset, tag_filter, invisible_ms, now_ms
+            )
             if view is not None:
                 taken.append(view)
                 if view.message_group is not None:
@@ -190,15 +212,24 @@ class PopService:
                     continue
                 attempt = state.fifo_attempts.get(unit.queue_offset, 0) + 1
                 taken.append(
-                    self._lease(group, topic, state, record, decoded, attempt, invisible_ms, now_ms, message_group)
+                    self._lease(
+                        group, topic, state, record, decoded, attempt, invisible_ms, now_ms, message_group
+                    )
                 )
                 if message_group is not None:
                     busy.add(message_group)
         return taken
 
     async def _lease_offset(
-        self, group: str, topic: str, queue_id: int, state: QueueState, offset: int, tag_filter: TagFilter,
-        invisible_ms: int, now_ms: int,
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        state: QueueState,
+        offset: int,
+        tag_filter: TagFilter,
+        invisible_ms: int,
+        now_ms: int,
     ) -> MessageView | None:
         units = self._store.queue_units(topic, queue_id, offset, 1)
         if not units:
@@ -210,16 +241,34 @@ class PopService:
             return None
         attempt = state.fifo_attempts.get(offset, 0) + 1
         return self._lease(
-            group, topic, state, record, decoded, attempt, invisible_ms, now_ms, decoded.get(props.SHARDING_KEY)
+            group,
+            topic,
+            state,
+            record,
+            decoded,
+            attempt,
+            invisible_ms,
+            now_ms,
+            decoded.get(props.SHARDING_KEY),
         )
 
     def _lease(
-        self, group: str, topic: str, state: QueueState, record: StoredRecord, decoded: dict[str, str],
-        attempt: int, invisible_ms: int, now_ms: int, message_group: str | None,
+        self,
+        group: str,
+        topic: str,
+        state: QueueState,
+        record: StoredRecord,
+        decoded: dict[str, str],
+        attempt: int,
+        invisible_ms: int,
+        now_ms: int,
+        message_group: str | None,
     ) -> MessageView:
         nonce = next(self._nonce)
         deadline = now_ms + invisible_ms
-        state.inflight[record.queue_offset] = InFlight(nonce, deadline, attempt, record.physical_offset, message_group)
+        state.inflight[record.queue_offset] = InFlight(
+            nonce, deadline, attempt, record.physical_offset, message_group
+        )
         self._inflight_count[group] = self._inflight_count.get(group, 0) + 1
         receipt = Receipt(topic, record.queue_id, record.queue_offset, nonce, deadline)
         return to_view(record, decoded=decoded, delivery_attempt=attempt, receipt_handle=receipt.encode())
@@ -247,7 +296,9 @@ class PopService:
             raise errors.InvalidReceiptHandle("the receipt handle has expired or was already used")
         entry.nonce = next(self._nonce)
         entry.deadline_ms = now_ms + invisible_ms
-        return Receipt(receipt.topic, receipt.queue_id, receipt.queue_offset, entry.nonce, entry.deadline_ms).encode()
+        return Receipt(
+            receipt.topic, receipt.queue_id, receipt.queue_offset, entry.nonce, entry.deadline_ms
+        ).encode()
 
     def lookup(self, group: str, handle: str) -> tuple[Receipt, InFlight]:
         receipt = decode_receipt(handle)
@@ -292,7 +343,7 @@ class PopService:
         return len(expired)
 
     async def forward_to_dlq(self, group: str, handle: str) -> None:
-        receipt, entry = self.lookup(group, handle)
+        _receipt, entry = self.lookup(group, handle)
         record = self._store.read(entry.physical_offset)
         await self._dead_letter(group, record, props.decode(record.properties), entry.attempt)
         self.ack(group, handle)

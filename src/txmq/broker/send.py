@@ -235,7 +235,9 @@ class SendService:
             queue_offset=appended.queue_offset if not (is_half or is_delayed) else 0,
             transaction_id=offset_id if is_half else None,
             offset_message_id=offset_id,
-            recall_handle=encode_recall_handle(request.topic, request.queue_id, appended) if is_delayed else None,
+            recall_handle=encode_recall_handle(request.topic, request.queue_id, appended)
+            if is_delayed
+            else None,
         )
 
     def delayed_from_commit(self, half: StoredRecord, decoded: dict[str, str], now_ms: int) -> PutRequest:
@@ -250,7 +252,10 @@ class SendService:
         properties = props.decode(base.properties)
         properties.pop(props.DELAY, None)
         return self._delayed(
-            dataclasses.replace(base, topic=real_topic, queue_id=real_queue), properties, deliver_ms, level or None
+            dataclasses.replace(base, topic=real_topic, queue_id=real_queue),
+            properties,
+            deliver_ms,
+            level or None,
         )
 
     def _store_host(self) -> str:

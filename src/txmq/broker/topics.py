@@ -66,7 +66,9 @@ class TopicRegistry:
             self._topics[config.name] = config
 
     def _save(self) -> None:
-        self._meta.save_json(_FILE, [t.to_json() for t in sorted(self._topics.values(), key=lambda t: t.name)])
+        self._meta.save_json(
+            _FILE, [t.to_json() for t in sorted(self._topics.values(), key=lambda t: t.name)]
+        )
 
     def get(self, name: str) -> TopicConfig | None:
         return self._topics.get(name)

@@ -1,4 +1,4 @@
-"""``txmq broker`` and ``txmq namesrv``: run a broker (gRPC + remoting + embedded name server) in the foreground."""
+"""``txmq broker`` and ``txmq namesrv``: run a broker (gRPC, remoting, name server) in the foreground."""
 
 from __future__ import annotations
 
@@ -16,18 +16,25 @@ def register(app: typer.Typer) -> None:
 
 
 def broker(
-    data_dir: Annotated[str, typer.Option("--data-dir", help="where the store and metadata live")] = "./txmq-data",
+    data_dir: Annotated[
+        str, typer.Option("--data-dir", help="where the store and metadata live")
+    ] = "./txmq-data",
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="gRPC port (RocketMQ 5 clients)")] = 8081,
     remoting_port: Annotated[int, typer.Option("--remoting-port", help="remoting (TCP) port")] = 10911,
     namesrv_port: Annotated[int, typer.Option("--namesrv-port", help="embedded name server port")] = 9876,
     namesrv_addr: Annotated[
-        str | None, typer.Option("--namesrv-addr", help="register with this name server instead of embedding one")
+        str | None,
+        typer.Option("--namesrv-addr", help="register with this name server instead of embedding one"),
     ] = None,
     broker_name: Annotated[str, typer.Option("--broker-name")] = "broker-a",
-    flush: Annotated[str, typer.Option(help="sync: ack after fsync (group commit); async: periodic flush")] = "sync",
+    flush: Annotated[
+        str, typer.Option(help="sync: ack after fsync (group commit); async: periodic flush")
+    ] = "sync",
     flush_interval: Annotated[str, typer.Option("--flush-interval")] = "500ms",
-    segment_size: Annotated[int, typer.Option("--segment-size", help="CommitLog segment bytes")] = 1024 * 1024 * 1024,
+    segment_size: Annotated[int, typer.Option("--segment-size", help="CommitLog segment bytes")] = 1024
+    * 1024
+    * 1024,
     transaction_timeout: Annotated[str, typer.Option("--transaction-timeout")] = "6s",
     transaction_check_interval: Annotated[str, typer.Option("--transaction-check-interval")] = "30s",
     transaction_check_max: Annotated[int, typer.Option("--transaction-check-max")] = 15,
@@ -50,16 +57,27 @@ def broker(
     base = BrokerConfig(**load_config_file(config)) if config else BrokerConfig()
     try:
         settings = base.with_overrides(
-            data_dir=data_dir, host=host, grpc_port=port, remoting_port=remoting_port, namesrv_port=namesrv_port,
-            namesrv_addr=namesrv_addr, run_namesrv=namesrv_addr is None, broker_name=broker_name,
-            flush=FlushMode(flush), flush_interval_ms=duration_ms(flush_interval, "--flush-interval"),
+            data_dir=data_dir,
+            host=host,
+            grpc_port=port,
+            remoting_port=remoting_port,
+            namesrv_port=namesrv_port,
+            namesrv_addr=namesrv_addr,
+            run_namesrv=namesrv_addr is None,
+            broker_name=broker_name,
+            flush=FlushMode(flush),
+            flush_interval_ms=duration_ms(flush_interval, "--flush-interval"),
             segment_bytes=segment_size,
             transaction_timeout_ms=duration_ms(transaction_timeout, "--transaction-timeout"),
-            transaction_check_interval_ms=duration_ms(transaction_check_interval, "--transaction-check-interval"),
+            transaction_check_interval_ms=duration_ms(
+                transaction_check_interval, "--transaction-check-interval"
+            ),
             transaction_check_max=transaction_check_max,
             delay_levels=delay_levels or base.delay_levels or DEFAULT_DELAY_LEVELS,
-            delay_ms_max=duration_ms(delay_max, "--delay-max"), default_queues=default_queues,
-            max_delivery_attempts=max_delivery_attempts, auto_create_topics=not no_auto_create_topics,
+            delay_ms_max=duration_ms(delay_max, "--delay-max"),
+            default_queues=default_queues,
+            max_delivery_attempts=max_delivery_attempts,
+            auto_create_topics=not no_auto_create_topics,
         ).validate()
         run(settings)
     except errors.TxmqError as exc:

@@ -15,7 +15,9 @@ def register(app: typer.Typer) -> None:
 
 
 def query(
-    key: Annotated[str | None, typer.Option("--key", help="a message key (KEYS) or client message id")] = None,
+    key: Annotated[
+        str | None, typer.Option("--key", help="a message key (KEYS) or client message id")
+    ] = None,
     message_id: Annotated[str | None, typer.Option("--id", help="a message id")] = None,
     topic: Annotated[str | None, typer.Option(help="only this topic")] = None,
     endpoint: Endpoint = "127.0.0.1:8081",

@@ -44,12 +44,16 @@ def table(rows: list[dict[str, Any]], columns: list[str], title: str) -> None:
 def topic_create(
     name: str,
     queues: Annotated[int | None, typer.Option(help="queue count (default: the broker's)")] = None,
-    message_type: Annotated[str, typer.Option("--type", help="NORMAL, FIFO, DELAY, TRANSACTION or MIXED")] = "MIXED",
+    message_type: Annotated[
+        str, typer.Option("--type", help="NORMAL, FIFO, DELAY, TRANSACTION or MIXED")
+    ] = "MIXED",
     endpoint: Endpoint = "127.0.0.1:8081",
     json_out: Json = False,
 ) -> None:
     result = run(endpoint, "topic.create", {"name": name, "queues": queues, "message_type": message_type})
-    print_json(result) if json_out else print(f"topic {result['name']}: {result['queues']} queues, {result['message_type']}")
+    print_json(result) if json_out else print(
+        f"topic {result['name']}: {result['queues']} queues, {result['message_type']}"
+    )
 
 
 @topic_app.command("list")
@@ -68,7 +72,9 @@ def topic_describe(name: str, endpoint: Endpoint = "127.0.0.1:8081", json_out: J
     if json_out:
         print_json(result)
         return
-    print(f"topic {result['name']}: {result['queues']} queues, {result['message_type']}, perm {result['perm']}")
+    print(
+        f"topic {result['name']}: {result['queues']} queues, {result['message_type']}, perm {result['perm']}"
+    )
     table(result["queue_offsets"], ["queue_id", "min_offset", "max_offset"], "queues")
 
 
@@ -103,5 +109,9 @@ def group_reset(
     endpoint: Endpoint = "127.0.0.1:8081",
     json_out: Json = False,
 ) -> None:
-    result = run(endpoint, "group.reset_offset", {"group": group, "topic": topic, "to": to, "timestamp_ms": timestamp_ms})
+    result = run(
+        endpoint,
+        "group.reset_offset",
+        {"group": group, "topic": topic, "to": to, "timestamp_ms": timestamp_ms},
+    )
     print_json(result) if json_out else print(f"group {group} on {topic} reset: {result}")

@@ -9,7 +9,9 @@ import typer
 from txmq.cli.common import fail, print_json
 from txmq.cli.topic import Endpoint, Json, run, table
 
-tx_app = typer.Typer(help="Transactional (half) messages: list, show history, resume, resolve.", no_args_is_help=True)
+tx_app = typer.Typer(
+    help="Transactional (half) messages: list, show history, resume, resolve.", no_args_is_help=True
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -39,8 +41,10 @@ def tx_show(transaction_id: str, endpoint: Endpoint = "127.0.0.1:8081", json_out
     if json_out:
         print_json(result)
         return
-    print(f"{result['transaction_id']} message {result['message_id']} topic {result['topic']}: "
-          f"{result['state']} after {result['checks']} checks")
+    print(
+        f"{result['transaction_id']} message {result['message_id']} topic {result['topic']}: "
+        f"{result['state']} after {result['checks']} checks"
+    )
     table(result["history"], ["at_ms", "kind", "source", "decision", "client", "detail"], "history")
 
 

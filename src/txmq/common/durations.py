@@ -12,7 +12,9 @@ def parse_duration_ms(text: str) -> int:
     """Return the duration in milliseconds, or raise ``ValueError`` with the accepted forms."""
     match = _PATTERN.match(text)
     if match is None:
-        raise ValueError(f"invalid duration {text!r}: use a number with ms, s, m, h or d (e.g. 500ms, 6s, 1m)")
+        raise ValueError(
+            f"invalid duration {text!r}: use a number with ms, s, m, h or d (e.g. 500ms, 6s, 1m)"
+        )
     value = float(match.group(1))
     unit = match.group(2) or "s"
     return round(value * _UNITS_MS[unit])

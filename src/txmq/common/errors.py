@@ -33,6 +33,8 @@
     ├── TooManyRequests               TOO_MANY_REQUESTS, retriable (back-pressure)
     ├── Unsupported                   UNSUPPORTED
     ├── RequestTimeout                REQUEST_TIMEOUT, retriable
+    │   └── SendTimeout               the SDK's in-flight window stayed full for the whole timeout
+    ├── ClientClosed                  the SDK client was shut down (or never started)
     ├── StorageError                  INTERNAL_ERROR: the store failed an I/O operation
     │   ├── StoreFenced               a previous fsync/write failed; the store is read-only until restart
     │   ├── DiskFull                  ENOSPC
@@ -234,6 +236,14 @@ class Unsupported(TxmqError):
 class RequestTimeout(TxmqError):
     code = REQUEST_TIMEOUT
     retriable = True
+
+
+class SendTimeout(RequestTimeout):
+    """Back-pressure: the producer's bounded in-flight window had no room within the send timeout."""
+
+
+class ClientClosed(TxmqError):
+    """The SDK client was shut down or not started; start a new one."""
 
 
 class StorageError(TxmqError):

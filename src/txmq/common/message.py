@@ -81,7 +81,10 @@ class Message:
     check_immunity_s: int | None = None
 
     def __repr__(self) -> str:
-        return f"Message(topic={self.topic!r}, body={len(self.body)} bytes, tags={self.tags!r}, keys={self.keys!r})"
+        return (
+            f"Message(topic={self.topic!r}, body={len(self.body)} bytes, "
+            f"tags={self.tags!r}, keys={self.keys!r})"
+        )
 
     @property
     def message_type(self) -> MessageType:

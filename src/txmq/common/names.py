@@ -17,7 +17,15 @@ RETRY_PREFIX: Final = "%RETRY%"
 DLQ_PREFIX: Final = "%DLQ%"
 
 SYSTEM_TOPICS: Final = frozenset(
-    {HALF_TOPIC, OP_HALF_TOPIC, CHECK_MAX_TIME_TOPIC, SCHEDULE_TOPIC, DEFAULT_TOPIC, TIMER_TOPIC, SPARK_COMMIT_TOPIC}
+    {
+        HALF_TOPIC,
+        OP_HALF_TOPIC,
+        CHECK_MAX_TIME_TOPIC,
+        SCHEDULE_TOPIC,
+        DEFAULT_TOPIC,
+        TIMER_TOPIC,
+        SPARK_COMMIT_TOPIC,
+    }
 )
 
 
@@ -30,11 +38,11 @@ def dlq_topic(group: str) -> str:
 
 
 def is_system_topic(topic: str) -> bool:
-    return topic in SYSTEM_TOPICS or topic.startswith("rmq_sys_") or topic.startswith("RMQ_SYS_")
+    return topic in SYSTEM_TOPICS or topic.startswith(("rmq_sys_", "RMQ_SYS_"))
 
 
 def is_retry_or_dlq(topic: str) -> bool:
-    return topic.startswith(RETRY_PREFIX) or topic.startswith(DLQ_PREFIX)
+    return topic.startswith((RETRY_PREFIX, DLQ_PREFIX))
 
 
 def validate_topic(topic: str, *, allow_system: bool = False) -> None:
@@ -45,9 +53,7 @@ def validate_topic(topic: str, *, allow_system: bool = False) -> None:
     if len(topic) > limit:
         raise errors.InvalidTopic(f"topic name is {len(topic)} characters, over the limit of {limit}")
     if not limits.name_pattern.match(topic):
-        raise errors.InvalidTopic(
-            f"topic name {topic[:64]!r} has characters outside [%|a-zA-Z0-9_-]"
-        )
+        raise errors.InvalidTopic(f"topic name {topic[:64]!r} has characters outside [%|a-zA-Z0-9_-]")
     if not allow_system and is_system_topic(topic):
         raise errors.InvalidTopic(f"{topic} is a system topic and cannot be used by clients")
 

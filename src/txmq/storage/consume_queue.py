@@ -60,10 +60,19 @@ class ConsumeQueue:
                 path = posixpath.join(self.directory, name)
                 self.files.append(_File(base, path, self.fs.open(path)))
         self.files.sort(key=lambda f: f.base)
+        for file in self.files:
+            size = file.handle.size()
+            if size % UNIT_BYTES:
+                file.handle.truncate(size - size % UNIT_BYTES)  # a torn unit (any unsynced file may tear)
+        # A file short of full with newer files after it means a crash lost unsynced units in the middle:
+        # everything after the gap is newer than the checkpoint (checkpoints sync every file) and is
+        # rebuilt from the CommitLog, so drop it rather than serve a queue with a hole.
+        for index, file in enumerate(self.files[:-1]):
+            if file.count < self.units_per_file:
+                while len(self.files) > index + 1:
+                    self._drop_last_file()
+                break
         if self.files:
-            last = self.files[-1].handle
-            if last.size() % UNIT_BYTES:
-                last.truncate(last.size() - last.size() % UNIT_BYTES)  # a torn unit at the tail
             self.min_offset = self.files[0].base
         self._refresh_max_physical()
 

@@ -45,7 +45,7 @@ class GroupCommit:
         self.wake = asyncio.Event()
         # Called with the new flushed offset before any waiter is resolved, so what an acknowledged
         # append wrote is already dispatched (visible to consumers) when its sender resumes.
-        self.on_durable: Callable[[int], None] | None = None
+        self.on_durable: Callable[[int], object] | None = None
 
     def waiter(self, end_offset: int) -> asyncio.Future[None] | Done:
         """An awaitable completed once ``end_offset`` is durable (needs a running loop if not yet)."""

@@ -277,7 +277,7 @@ class MessageStore:
             self.flush()  # raises StoreFenced (and fences) if the fsync fails: the append is not acked
             return DONE
         if not self._sync:
-            self._dispatch_wake.set()
+            self.run_once()  # async flush: visible as soon as written (and acknowledged)
             return DONE
         try:
             asyncio.get_running_loop()

@@ -114,8 +114,15 @@ class TransactionService:
 
     # ---- decisions -----------------------------------------------------------------------------
     async def end(
-        self, *, topic: str, message_id: str, transaction_id: str, commit: bool | None, from_check: bool,
-        client_id: str = "", operator: bool = False,
+        self,
+        *,
+        topic: str,
+        message_id: str,
+        transaction_id: str,
+        commit: bool | None,
+        from_check: bool,
+        client_id: str = "",
+        operator: bool = False,
     ) -> None:
         """Apply a producer's (or an operator's) decision; the first terminal decision wins."""
         half_offset = self._half_offset(transaction_id)
@@ -123,42 +130,66 @@ class TransactionService:
         decoded = props.decode(half.properties)
         if message_id and decoded.get(props.UNIQ_KEY) not in (message_id, None):
             raise errors.InvalidTransactionId(
-                f"transaction {transaction_id} belongs to message {decoded.get(props.UNIQ_KEY)}, not {message_id}"
+                f"transaction {transaction_id} belongs to message {decoded.get(props.UNIQ_KEY)}, "
+                f"not {message_id}"
             )
         if topic and decoded.get(props.REAL_TOPIC) not in (topic, None):
-            raise errors.InvalidTransactionId(f"transaction {transaction_id} belongs to another topic than {topic}")
+            raise errors.InvalidTransactionId(
+                f"transaction {transaction_id} belongs to another topic than {topic}"
+            )
         lock = self._deciding.setdefault(half_offset, asyncio.Lock())
         try:
             async with lock:
-                await self._decide(half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator)
+                await self._decide(
+                    half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator
+                )
         finally:
             if not lock.locked() and self._deciding.get(half_offset) is lock:
                 del self._deciding[half_offset]
 
     async def _decide(
-        self, half_offset: int, half: StoredRecord, decoded: dict[str, str], transaction_id: str,
-        commit: bool | None, from_check: bool, client_id: str, operator: bool,
+        self,
+        half_offset: int,
+        half: StoredRecord,
+        decoded: dict[str, str],
+        transaction_id: str,
+        commit: bool | None,
+        from_check: bool,
+        client_id: str,
+        operator: bool,
     ) -> None:
         decision = Decision.UNKNOWN if commit is None else Decision.COMMIT if commit else Decision.ROLLBACK
         source = (
-            DecisionSource.OPERATOR if operator else DecisionSource.CHECK if from_check else DecisionSource.PRODUCER
+            DecisionSource.OPERATOR
+            if operator
+            else DecisionSource.CHECK
+            if from_check
+            else DecisionSource.PRODUCER
         )
         state = self._state_of(half_offset)
         outcome = apply_decision(state, decision, source)
         now = self._clock.now_ms()
         event = TxnEvent(
-            kind=EventKind.DECISION, transaction_id=transaction_id, at_ms=now, source=source,
-            producer_client_id=client_id or None, decision=decision,
+            kind=EventKind.DECISION,
+            transaction_id=transaction_id,
+            at_ms=now,
+            source=source,
+            producer_client_id=client_id or None,
+            decision=decision,
         )
         if outcome.kind is OutcomeKind.IGNORED_UNKNOWN:
             if from_check:
-                await self._append_events(half_offset, [dataclasses.replace(event, kind=EventKind.CHECK_ANSWER)])
+                await self._append_events(
+                    half_offset, [dataclasses.replace(event, kind=EventKind.CHECK_ANSWER)]
+                )
             return
         if outcome.kind is OutcomeKind.DUPLICATE:
             return
         if outcome.kind is OutcomeKind.CONFLICT:
             detail = f"{decision.value} rejected: already {state.value}"
-            await self._append_events(half_offset, [dataclasses.replace(event, kind=EventKind.CONFLICT, detail=detail)])
+            await self._append_events(
+                half_offset, [dataclasses.replace(event, kind=EventKind.CONFLICT, detail=detail)]
+            )
             raise errors.Conflict(f"transaction {transaction_id} was already {state.value.lower()}; {detail}")
         if outcome.late:
             event = dataclasses.replace(event, detail="late decision on a discarded message")
@@ -170,7 +201,7 @@ class TransactionService:
         self._apply(half_offset, event, appended[-1].queue_offset)
 
     def _committed_request(self, half: StoredRecord, decoded: dict[str, str], now_ms: int) -> PutRequest:
-        """The real message; a delayed transactional message is delayed from the commit (not from the send)."""
+        """The real message; a delayed transactional message is delayed from the commit, not the send."""
         deliver = decoded.get(props.TIMER_DELIVER_MS)
         if (deliver and deliver.isdigit()) or decoded.get(props.DELAY):
             return self._broker.sender.delayed_from_commit(half, decoded, now_ms)
@@ -200,7 +231,10 @@ class TransactionService:
     def _op_request(self, half_offset: int, event: TxnEvent) -> PutRequest:
         properties = {props.KEYS: op_key(half_offset), _HALF_PROPERTY: str(half_offset), props.TAGS: "d"}
         return PutRequest(
-            topic=names.OP_HALF_TOPIC, queue_id=0, body=event.encode(), properties=props.encode(properties),
+            topic=names.OP_HALF_TOPIC,
+            queue_id=0,
+            body=event.encode(),
+            properties=props.encode(properties),
             born_timestamp_ms=event.at_ms,
         )
 
@@ -229,8 +263,12 @@ class TransactionService:
     def _view(self, watch: Watch, *, online: bool) -> HalfView:
         record = watch.record
         return HalfView(
-            stored_ms=record.stored_ms or 0, state=record.state, checks_delivered=record.checks_delivered,
-            last_check_ms=record.last_check_ms, immunity_ms=watch.immunity_ms, producer_online=online,
+            stored_ms=record.stored_ms or 0,
+            state=record.state,
+            checks_delivered=record.checks_delivered,
+            last_check_ms=record.last_check_ms,
+            immunity_ms=watch.immunity_ms,
+            producer_online=online,
         )
 
     # ---- the check service ---------------------------------------------------------------------
@@ -313,7 +351,9 @@ class TransactionService:
         for producer in producers:
             if producer.channel is not None and producer.channel.send_check(view, txid):
                 event = TxnEvent(
-                    kind=EventKind.CHECK_SENT, transaction_id=txid, at_ms=now_ms,
+                    kind=EventKind.CHECK_SENT,
+                    transaction_id=txid,
+                    at_ms=now_ms,
                     producer_client_id=producer.client_id,
                 )
                 await self._append_events(half_offset, [event])
@@ -338,32 +378,51 @@ class TransactionService:
         half = self._store.read(half_offset)
         decoded = props.decode(half.properties)
         copy = to_real_topic(
-            half, {**decoded, props.REAL_TOPIC: names.CHECK_MAX_TIME_TOPIC, props.REAL_QUEUE_ID: "0"},
+            half,
+            {**decoded, props.REAL_TOPIC: names.CHECK_MAX_TIME_TOPIC, props.REAL_QUEUE_ID: "0"},
             extra={props.REAL_TOPIC + "_ORIGIN": decoded.get(props.REAL_TOPIC, "")},
         )
         event = TxnEvent(
-            kind=EventKind.DISCARDED, transaction_id=txid, at_ms=now_ms,
+            kind=EventKind.DISCARDED,
+            transaction_id=txid,
+            at_ms=now_ms,
             detail=f"no decision after {self.policy.check_max} delivered checks",
         )
         appended = await self._store.put_batch([copy, self._op_request(half_offset, event)])
         self._apply(half_offset, event, appended[-1].queue_offset)
         self.discarded += 1
-        log.warning("transaction %s discarded to %s after %d checks", txid, names.CHECK_MAX_TIME_TOPIC,
-                    self.policy.check_max)
+        log.warning(
+            "transaction %s discarded to %s after %d checks",
+            txid,
+            names.CHECK_MAX_TIME_TOPIC,
+            self.policy.check_max,
+        )
 
     # ---- operators -----------------------------------------------------------------------------
     async def resume(self, transaction_id: str) -> None:
         half_offset = self._half_offset(transaction_id)
         self._read_half(half_offset)
         if self._state_of(half_offset) is not TxnState.DISCARDED:
-            raise errors.Conflict(f"transaction {transaction_id} is not discarded; only discarded ones resume")
-        event = TxnEvent(kind=EventKind.RESUMED, transaction_id=transaction_id, at_ms=self._clock.now_ms(),
-                         source=DecisionSource.OPERATOR)
+            raise errors.Conflict(
+                f"transaction {transaction_id} is not discarded; only discarded ones resume"
+            )
+        event = TxnEvent(
+            kind=EventKind.RESUMED,
+            transaction_id=transaction_id,
+            at_ms=self._clock.now_ms(),
+            source=DecisionSource.OPERATOR,
+        )
         await self._append_events(half_offset, [event])
 
     async def resolve(self, transaction_id: str, commit: bool) -> None:
-        await self.end(topic="", message_id="", transaction_id=transaction_id, commit=commit,
-                       from_check=False, operator=True)
+        await self.end(
+            topic="",
+            message_id="",
+            transaction_id=transaction_id,
+            commit=commit,
+            from_check=False,
+            operator=True,
+        )
 
     def list_pending(self, limit: int = 1000) -> list[dict[str, Any]]:
         """Pending and discarded half messages, oldest first, with age and delivered checks."""
@@ -373,7 +432,11 @@ class TransactionService:
         for unit in units:
             record = self._early.get(unit.physical_offset, TxnRecord(stored_ms=unit.tags_code))
             if not record.state.is_terminal:
-                rows.append(self._row(unit.physical_offset, dataclasses.replace(record, stored_ms=unit.tags_code), now))
+                rows.append(
+                    self._row(
+                        unit.physical_offset, dataclasses.replace(record, stored_ms=unit.tags_code), now
+                    )
+                )
         return rows[:limit]
 
     def _row(self, half_offset: int, record: TxnRecord, now_ms: int) -> dict[str, Any]:
@@ -404,13 +467,14 @@ class TransactionService:
             "stored_ms": half.born_timestamp_ms,
             "state": self._state_of(half_offset).value,
             "checks": record.checks_delivered,
-            "history": [
-                {"kind": "HALF_STORED", "at_ms": half.born_timestamp_ms}
-            ]
+            "history": [{"kind": "HALF_STORED", "at_ms": half.born_timestamp_ms}]
             + [
                 {
-                    "kind": e.kind.value, "at_ms": e.at_ms, "source": e.source.value if e.source else None,
-                    "decision": e.decision.value if e.decision else None, "client": e.producer_client_id,
+                    "kind": e.kind.value,
+                    "at_ms": e.at_ms,
+                    "source": e.source.value if e.source else None,
+                    "decision": e.decision.value if e.decision else None,
+                    "client": e.producer_client_id,
                     "detail": e.detail,
                 }
                 for e in events
@@ -424,8 +488,10 @@ class TransactionService:
             {
                 "cursor": self._cursor,
                 "op_applied": self._op_applied,
-                "watched": [[o, _record_json(w.record), w.queue_offset, w.immunity_ms, w.producer_group, w.real_topic]
-                            for o, w in self._watched.items()],
+                "watched": [
+                    [o, _record_json(w.record), w.queue_offset, w.immunity_ms, w.producer_group, w.real_topic]
+                    for o, w in self._watched.items()
+                ],
                 "early": [[o, _record_json(r)] for o, r in self._early.items()],
             },
         )
@@ -453,11 +519,20 @@ class TransactionService:
 
 
 def _record_json(record: TxnRecord) -> list[Any]:
-    return [record.state.value, record.stored_ms, record.checks_delivered, record.last_check_ms, record.conflicts]
+    return [
+        record.state.value,
+        record.stored_ms,
+        record.checks_delivered,
+        record.last_check_ms,
+        record.conflicts,
+    ]
 
 
 def _record_from(data: list[Any]) -> TxnRecord:
     return TxnRecord(
-        state=TxnState(data[0]), stored_ms=data[1], checks_delivered=int(data[2]), last_check_ms=data[3],
+        state=TxnState(data[0]),
+        stored_ms=data[1],
+        checks_delivered=int(data[2]),
+        last_check_ms=data[3],
         conflicts=int(data[4]),
     )

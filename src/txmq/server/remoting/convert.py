@@ -19,7 +19,15 @@ from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
 from txmq.protocol.remoting.message_codec import WireMessage, body_crc
 
 _CONSUMED = frozenset(
-    {props.TAGS, props.KEYS, props.UNIQ_KEY, props.DELAY, props.SHARDING_KEY, props.TRAN_MSG}
+    {
+        props.TAGS,
+        props.KEYS,
+        props.UNIQ_KEY,
+        props.DELAY,
+        props.SHARDING_KEY,
+        props.TRAN_MSG,
+        props.TIMER_DELIVER_MS,
+    }
 )
 # ali-ons spells the sharding key differently; its queue choice already follows the key.
 _ALI_SHARDING_KEY = "__SHARDING_KEY"
@@ -35,8 +43,12 @@ def to_message(topic: str, body: bytes, properties: Mapping[str, str], sys_flag:
     transactional = properties.get(props.TRAN_MSG, "").lower() == "true" or bool(
         sys_flag & TRANSACTION_PREPARED_TYPE
     )
+    deliver = properties.get(props.TIMER_DELIVER_MS, "")
+    if deliver and not deliver.isdigit():
+        raise errors.InvalidDeliveryTime(f"TIMER_DELIVER_MS {deliver[:20]!r} is not epoch milliseconds")
+    delivery_ms = int(deliver) if deliver else None
     group = properties.get(props.SHARDING_KEY) or properties.get(_ALI_SHARDING_KEY) or None
-    if group is not None and (transactional or delay_level):
+    if group is not None and (transactional or delay_level or delivery_ms is not None):
         group = None  # 4.x allows an ordered-by-key delay or transaction; the key only picked the queue
     keys = properties.get(props.KEYS, "")
     return Message(
@@ -47,6 +59,7 @@ def to_message(topic: str, body: bytes, properties: Mapping[str, str], sys_flag:
         properties={k: v for k, v in properties.items() if k not in _CONSUMED and k != _ALI_SHARDING_KEY},
         message_group=group,
         delay_level=delay_level or None,
+        delivery_timestamp_ms=delivery_ms if not delay_level else None,
         message_id=properties.get(props.UNIQ_KEY) or None,
         transactional=transactional,
     )

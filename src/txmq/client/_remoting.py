@@ -1,0 +1,531 @@
+"""``RemotingTransport``: the SDK over RocketMQ's TCP protocol, through a name server (the default).
+
+Routes come from the name server (GET_ROUTEINFO_BY_TOPIC, cached ``route_ttl_s``), requests go to the
+master broker of a queue's broker name. Heartbeats (HEART_BEAT) tell every broker this client talks to
+which producer groups (for transaction check-back on this very connection) and consumer groups it runs;
+they are repeated every ``heartbeat_interval_s`` and right after every (re)connect. Broker-initiated
+requests are answered here: CHECK_TRANSACTION_STATE goes to the check handler, NOTIFY_CONSUMER_IDS_CHANGED
+to the rebalance hooks.
+
+Delivery timestamps travel as RocketMQ 5's ``TIMER_DELIVER_MS`` property. Not expressible over remoting
+(``Unsupported``): the POP model (receive / ack / change invisible duration): txmq's remoting door has
+no POP codes; use the gRPC transport for a SimpleConsumer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import socket
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from txmq.client import _remoting_convert as conv
+from txmq.client._remoting_channel import ChannelPool, RemotingChannel
+from txmq.client._transport import (
+    CheckHandler,
+    CheckRequest,
+    ConsumerInfo,
+    Feature,
+    OffsetSpec,
+    OnReconnect,
+    PullBatch,
+    PullStatus,
+    Registrations,
+    TransactionRef,
+)
+from txmq.common import errors, limits, msgid, names
+from txmq.common import properties as props
+from txmq.common.message import Message, MessageQueue, MessageView, SendResult
+from txmq.protocol.remoting import bodies, headers
+from txmq.protocol.remoting.codes import (
+    PERM_READ,
+    PERM_WRITE,
+    PULL_SUBSCRIPTION,
+    PULL_SUSPEND,
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    RequestCode,
+    ResponseCode,
+)
+from txmq.protocol.remoting.command import RemotingCommand, make_response
+from txmq.protocol.remoting.message_codec import BatchMessage, decode_message, decode_messages, encode_batch
+from txmq.protocol.remoting.status import error_for_response
+
+log = logging.getLogger(__name__)
+
+_SEND_OK = (
+    ResponseCode.SUCCESS,
+    ResponseCode.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE,
+)
+_PULL_STATUS = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MESSAGE,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MESSAGE,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+_DECISION = {True: TRANSACTION_COMMIT_TYPE, False: TRANSACTION_ROLLBACK_TYPE, None: TRANSACTION_NOT_TYPE}
+_instance = itertools.count()
+
+
+def new_client_id() -> str:
+    """``host@pid@index@base36-time``, the shape RocketMQ clients use."""
+    try:
+        host = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        host = "127.0.0.1"
+    return f"{host}@{os.getpid()}@{next(_instance)}@{int(time.time() * 1000):x}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    write: list[MessageQueue]
+    read: list[MessageQueue]
+    addrs: dict[str, str]  # broker name -> master address
+    fetched_at: float
+
+
+def _route_of(topic: str, data: bodies.TopicRouteData) -> _Route:
+    addrs = {b.broker_name: b.broker_addrs[0] for b in data.broker_datas if 0 in b.broker_addrs}
+    write: list[MessageQueue] = []
+    read: list[MessageQueue] = []
+    for q in sorted(data.queue_datas, key=lambda q: q.broker_name):
+        if q.broker_name not in addrs:
+            continue
+        if q.perm & PERM_WRITE:
+            write += [MessageQueue(topic, i, q.broker_name) for i in range(q.write_queue_nums)]
+        if q.perm & PERM_READ:
+            read += [MessageQueue(topic, i, q.broker_name) for i in range(q.read_queue_nums)]
+    return _Route(write, read, addrs, time.monotonic())
+
+
+class RemotingTransport:
+    """See the module docstring. ``endpoints``: name servers, ``"host:9876"`` or ``"h1:9876;h2:9876"``."""
+
+    name = "remoting"
+
+    def __init__(
+        self,
+        endpoints: str,
+        *,
+        request_timeout_s: float = 3.0,
+        heartbeat_interval_s: float = 10.0,
+        route_ttl_s: float = 30.0,
+    ) -> None:
+        self.namesrvs = [e.strip() for e in endpoints.replace(",", ";").split(";") if e.strip()]
+        if not self.namesrvs:
+            raise errors.InvalidArgument("endpoints must name at least one name server (host:9876)")
+        self.client_id = new_client_id()
+        self.request_timeout_s = request_timeout_s
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.route_ttl_s = route_ttl_s
+        self._pool = ChannelPool(on_request=self._on_request, on_connect=self._on_connect)
+        self._routes: dict[str, _Route] = {}
+        self._broker_addrs: dict[str, str] = {}
+        self._registrations = Registrations()
+        self._check_handler: CheckHandler | None = None
+        self._reconnect_hooks: list[OnReconnect] = []
+        self._ids_changed_hooks: list[Callable[[str], Awaitable[None]]] = []
+        self._heartbeat_task: asyncio.Task[None] | None = None
+
+    def supports(self, feature: Feature) -> bool:
+        return feature is not Feature.POP
+
+    async def start(self) -> None:
+        if self._heartbeat_task is None:
+            self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat_loop())
+
+    async def close(self) -> None:
+        if self._heartbeat_task is not None:
+            self._heartbeat_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat_task
+        for addr in list(self._broker_addrs.values()):
+            with contextlib.suppress(errors.TxmqError):
+                await self._unregister_all(addr)
+        await self._pool.close()
+
+    # ---- plumbing --------------------------------------------------------------------------------
+    async def _call(
+        self, addr: str, code: int, ext: dict[str, str], body: bytes = b"", *, timeout_s: float | None = None
+    ) -> RemotingCommand:
+        channel = await self._pool.get(addr)
+        return await channel.request(code, ext, body, timeout_s=timeout_s or self.request_timeout_s)
+
+    async def _call_ok(
+        self, addr: str, code: int, ext: dict[str, str], body: bytes = b"", *, ok: Sequence[int] = (0,)
+    ) -> RemotingCommand:
+        response = await self._call(addr, code, ext, body)
+        if response.code not in ok:
+            raise error_for_response(response.code, response.remark)
+        return response
+
+    async def _on_connect(self, channel: RemotingChannel) -> None:
+        if channel.addr in self.namesrvs:
+            return
+        await self._heartbeat_on(channel)
+        for hook in self._reconnect_hooks:
+            await hook()
+
+    async def _on_request(self, channel: RemotingChannel, cmd: RemotingCommand) -> RemotingCommand | None:
+        if cmd.code == RequestCode.CHECK_TRANSACTION_STATE:
+            await self._on_check(cmd)
+            return None
+        if cmd.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+            group = cmd.ext_fields.get("consumerGroup", "")
+            for hook in self._ids_changed_hooks:
+                await hook(group)
+            return None
+        return make_response(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"code {cmd.code} not served")
+
+    async def _on_check(self, cmd: RemotingCommand) -> None:
+        header = headers.CheckTransactionStateRequestHeader.from_command(cmd)
+        wire, _ = decode_message(cmd.body)
+        transaction_id = header.transaction_id or wire.properties.get("__transactionId__") or ""
+        view = conv.view_of(wire, transaction_id=transaction_id)
+        ref = TransactionRef(
+            topic=view.topic, message_id=header.msg_id or view.message_id, transaction_id=transaction_id,
+            commit_log_offset=header.commit_log_offset, queue_offset=header.tran_state_table_offset,
+            offset_message_id=header.offset_msg_id,
+        )  # fmt: skip
+        group = wire.properties.get("PGROUP", "")
+        if self._check_handler is not None:
+            await self._check_handler(CheckRequest(group, view, ref))
+
+    # ---- registration -----------------------------------------------------------------------------
+    def _heartbeat_body(self) -> bytes:
+        consumers = [
+            bodies.ConsumerData(
+                group_name=info.group,
+                consume_type=info.mode.value,
+                subscriptions=[bodies.SubscriptionData(t, e or "*") for t, e in info.subscriptions.items()],
+            )
+            for info in self._registrations.consumers.values()
+        ]
+        data = bodies.HeartbeatData(self.client_id, sorted(self._registrations.producer_groups), consumers)
+        return data.to_json()
+
+    async def _heartbeat_on(self, channel: RemotingChannel) -> None:
+        response = await channel.request(
+            RequestCode.HEART_BEAT, {}, self._heartbeat_body(), timeout_s=self.request_timeout_s
+        )
+        if response.code != ResponseCode.SUCCESS:
+            raise error_for_response(response.code, response.remark)
+
+    async def heartbeat(self) -> None:
+        """Tell every known broker who this client is; failures are logged and retried next round."""
+        for addr in set(self._broker_addrs.values()):
+            try:
+                await self._heartbeat_on(await self._pool.get(addr))
+            except errors.TxmqError as exc:
+                log.debug("heartbeat to %s failed: %s", addr, exc)
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_interval_s)
+            await self.heartbeat()
+
+    async def register_producer(self, group: str, topics: Sequence[str] = ()) -> None:
+        names.validate_group(group)
+        self._registrations.producer_groups.add(group)
+        for topic in topics:
+            await self.route(topic, for_write=True)
+        await self.heartbeat()
+
+    async def unregister_producer(self, group: str) -> None:
+        self._registrations.producer_groups.discard(group)
+        for addr in set(self._broker_addrs.values()):
+            with contextlib.suppress(errors.TxmqError):
+                ext = headers.UnregisterClientRequestHeader(self.client_id, producer_group=group)
+                await self._call(addr, RequestCode.UNREGISTER_CLIENT, ext.to_ext_fields())
+
+    async def register_consumer(self, info: ConsumerInfo) -> None:
+        names.validate_group(info.group)
+        self._registrations.consumers[info.group] = info
+        for topic in info.subscriptions:
+            await self.route(topic, for_write=False)
+        await self.heartbeat()
+
+    async def unregister_consumer(self, group: str) -> None:
+        self._registrations.consumers.pop(group, None)
+        for addr in set(self._broker_addrs.values()):
+            with contextlib.suppress(errors.TxmqError):
+                ext = headers.UnregisterClientRequestHeader(self.client_id, consumer_group=group)
+                await self._call(addr, RequestCode.UNREGISTER_CLIENT, ext.to_ext_fields())
+
+    async def _unregister_all(self, addr: str) -> None:
+        ext = headers.UnregisterClientRequestHeader(self.client_id)
+        channel = self._pool.channels()
+        if any(c.addr == addr for c in channel):
+            await self._call(addr, RequestCode.UNREGISTER_CLIENT, ext.to_ext_fields(), timeout_s=1.0)
+
+    def set_check_handler(self, handler: CheckHandler | None) -> None:
+        self._check_handler = handler
+
+    def on_reconnect(self, hook: OnReconnect) -> None:
+        self._reconnect_hooks.append(hook)
+
+    def on_consumer_ids_changed(self, hook: Callable[[str], Awaitable[None]]) -> None:
+        self._ids_changed_hooks.append(hook)
+
+    # ---- routes -----------------------------------------------------------------------------------
+    async def _fetch_route(self, topic: str) -> _Route:
+        last: errors.TxmqError | None = None
+        for addr in self.namesrvs:
+            try:
+                response = await self._call(
+                    addr,
+                    RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                    headers.GetRouteInfoRequestHeader(topic).to_ext_fields(),
+                )
+            except errors.TxmqError as exc:
+                last = exc
+                continue
+            if response.code == ResponseCode.TOPIC_NOT_EXIST:
+                raise errors.TopicNotFound(f"topic {topic} does not exist (name server {addr})")
+            if response.code != ResponseCode.SUCCESS:
+                raise error_for_response(response.code, response.remark)
+            route = _route_of(topic, bodies.TopicRouteData.from_json(response.body))
+            self._broker_addrs.update(route.addrs)
+            return route
+        raise last or errors.ConnectionError_("no name server answered")
+
+    async def _route(self, topic: str) -> _Route:
+        route = self._routes.get(topic)
+        if route is None or time.monotonic() - route.fetched_at > self.route_ttl_s:
+            try:
+                route = await self._fetch_route(topic)
+            except errors.TxmqError:
+                if route is None:
+                    raise
+                return route  # a stale route is better than none while the name server is away
+            self._routes[topic] = route
+        return route
+
+    async def route(self, topic: str, *, for_write: bool) -> list[MessageQueue]:
+        route = await self._route(topic)
+        queues = route.write if for_write else route.read
+        if not queues:
+            raise errors.TopicNotFound(
+                f"topic {topic} has no {'writable' if for_write else 'readable'} queue"
+            )
+        return list(queues)
+
+    def invalidate_route(self, topic: str) -> None:
+        self._routes.pop(topic, None)
+
+    async def _addr(self, mq: MessageQueue) -> str:
+        addr = self._broker_addrs.get(mq.broker_name)
+        if addr is None:
+            await self._route(mq.topic)
+            addr = self._broker_addrs.get(mq.broker_name)
+        if addr is None:
+            raise errors.NotFound(f"no address for broker {mq.broker_name}")
+        return addr
+
+    async def _any_mq(self, topic: str) -> MessageQueue:
+        return (await self.route(topic, for_write=True))[0]
+
+    # ---- producing ----------------------------------------------------------------------------------
+    def _send_request(
+        self, mq: MessageQueue, messages: Sequence[Message], producer_group: str, queue_id: int
+    ) -> tuple[int, dict[str, str], bytes, list[str]]:
+        now = int(time.time() * 1000)
+        ids = [m.message_id or msgid.new_message_id(now) for m in messages]
+        first = messages[0]
+        batch = len(messages) > 1
+        header = headers.SendMessageRequestHeaderV2(
+            producer_group=producer_group or "DEFAULT_PRODUCER", topic=mq.topic,
+            default_topic=names.DEFAULT_TOPIC,
+            default_topic_queue_nums=limits.queues_per_topic_default, queue_id=queue_id,
+            sys_flag=conv.sys_flag_of(first), born_timestamp=now, flag=0,
+            properties=None if batch else _props_text(conv.message_properties(first, ids[0], producer_group)),
+            reconsume_times=0, batch=batch, broker_name=mq.broker_name,
+        )  # fmt: skip
+        if not batch:
+            return RequestCode.SEND_MESSAGE_V2, header.to_ext_fields(), bytes(first.body), ids
+        entries = [
+            BatchMessage(bytes(m.body), conv.message_properties(m, i, producer_group))
+            for m, i in zip(messages, ids, strict=True)
+        ]
+        return RequestCode.SEND_BATCH_MESSAGE, header.to_ext_fields(), encode_batch(entries), ids
+
+    async def send(
+        self, mq: MessageQueue | None, messages: Sequence[Message], *, producer_group: str, timeout_s: float
+    ) -> list[SendResult]:
+        target = mq or await self._any_mq(messages[0].topic)
+        code, ext, body, ids = self._send_request(
+            target, messages, producer_group, -1 if mq is None else mq.queue_id
+        )
+        response = await self._call(await self._addr(target), code, ext, body, timeout_s=timeout_s)
+        if response.code not in _SEND_OK:
+            raise error_for_response(response.code, response.remark)
+        answer = headers.SendMessageResponseHeader.from_command(response)
+        queue = MessageQueue(target.topic, answer.queue_id, target.broker_name)
+        offset_ids = answer.msg_id.split(",")
+        return [
+            SendResult(
+                message_id=ids[i],
+                queue=queue,
+                queue_offset=answer.queue_offset + i,
+                transaction_id=answer.transaction_id,
+                offset_message_id=offset_ids[i] if i < len(offset_ids) else None,
+                recall_handle=answer.recall_handle,
+            )
+            for i in range(len(messages))
+        ]
+
+    async def send_oneway(self, mq: MessageQueue | None, message: Message, *, producer_group: str) -> None:
+        target = mq or await self._any_mq(message.topic)
+        code, ext, body, _ = self._send_request(
+            target, [message], producer_group, -1 if mq is None else mq.queue_id
+        )
+        channel = await self._pool.get(await self._addr(target))
+        await channel.oneway(code, ext, body)
+
+    async def end_transaction(
+        self, ref: TransactionRef, *, producer_group: str, commit: bool | None, from_check: bool
+    ) -> None:
+        """Oneway END_TRANSACTION, as 4.x clients send it; a lost one is repaired by check-back."""
+        offset = ref.commit_log_offset
+        if offset < 0 and ref.offset_message_id:
+            parsed = msgid.parse_offset_message_id(ref.offset_message_id)
+            offset = parsed[2] if parsed else -1
+        header = headers.EndTransactionRequestHeader(
+            producer_group=producer_group, tran_state_table_offset=ref.queue_offset, commit_log_offset=offset,
+            commit_or_rollback=_DECISION[commit], msg_id=ref.message_id,
+            topic=ref.topic, from_transaction_check=from_check, transaction_id=ref.transaction_id,
+        )  # fmt: skip
+        mq = await self._any_mq(ref.topic)
+        channel = await self._pool.get(await self._addr(mq))
+        await channel.oneway(RequestCode.END_TRANSACTION, header.to_ext_fields())
+
+    # ---- offset consuming ---------------------------------------------------------------------------
+    async def pull(
+        self,
+        group: str,
+        mq: MessageQueue,
+        offset: int,
+        *,
+        max_messages: int,
+        expression: str,
+        long_poll_ms: int,
+        max_bytes: int,
+    ) -> PullBatch:
+        flags = PULL_SUBSCRIPTION | (PULL_SUSPEND if long_poll_ms > 0 else 0)
+        header = headers.PullMessageRequestHeader(
+            consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
+            max_msg_nums=max_messages, sys_flag=flags, commit_offset=0, suspend_timeout_millis=long_poll_ms,
+            subscription=expression or "*", expression_type="TAG", max_msg_bytes=max_bytes,
+        )  # fmt: skip
+        timeout = long_poll_ms / 1000 + self.request_timeout_s
+        response = await self._call(
+            await self._addr(mq), RequestCode.PULL_MESSAGE, header.to_ext_fields(), timeout_s=timeout
+        )
+        status = _PULL_STATUS.get(response.code)  # type: ignore[call-overload]
+        if status is None:
+            raise error_for_response(response.code, response.remark)
+        answer = headers.PullMessageResponseHeader.from_command(response)
+        messages: list[MessageView] = []
+        if status is PullStatus.FOUND:
+            tags = conv.parse_tags(expression)
+            views = [conv.view_of(w) for w in decode_messages(response.body)]
+            messages = [v for v in views if conv.matches(tags, v)]
+        return PullBatch(status, messages, answer.next_begin_offset, answer.min_offset, answer.max_offset)
+
+    async def query_offset(self, group: str, mq: MessageQueue) -> int | None:
+        header = headers.QueryConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id)
+        response = await self._call(
+            await self._addr(mq), RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext_fields()
+        )
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        if response.code != ResponseCode.SUCCESS:
+            raise error_for_response(response.code, response.remark)
+        return headers.QueryConsumerOffsetResponseHeader.from_command(response).offset
+
+    async def update_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
+        header = headers.UpdateConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id, offset)
+        await self._call_ok(await self._addr(mq), RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext_fields())
+
+    async def resolve_offset(self, mq: MessageQueue, spec: OffsetSpec) -> int:
+        addr = await self._addr(mq)
+        if spec.kind == "beginning":
+            ext = headers.GetMinOffsetRequestHeader(mq.topic, mq.queue_id).to_ext_fields()
+            response = await self._call_ok(addr, RequestCode.GET_MIN_OFFSET, ext)
+        elif spec.kind == "end":
+            ext = headers.GetMaxOffsetRequestHeader(mq.topic, mq.queue_id).to_ext_fields()
+            response = await self._call_ok(addr, RequestCode.GET_MAX_OFFSET, ext)
+        else:
+            ext = headers.SearchOffsetRequestHeader(mq.topic, mq.queue_id, spec.timestamp_ms).to_ext_fields()
+            response = await self._call_ok(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
+        return int(response.ext_fields.get("offset", "0"))
+
+    async def send_back(
+        self, group: str, message: MessageView, *, delay_level: int, max_reconsume_times: int
+    ) -> None:
+        header = headers.ConsumerSendMsgBackRequestHeader(
+            offset=message.commit_log_offset, group=group, delay_level=delay_level,
+            origin_msg_id=message.message_id, origin_topic=message.topic,
+            max_reconsume_times=max_reconsume_times,
+        )  # fmt: skip
+        addr = await self._addr(await self._any_mq(message.topic))
+        await self._call_ok(addr, RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields())
+
+    async def consumer_ids(self, group: str, topic: str) -> list[str]:
+        mq = (await self.route(topic, for_write=False))[0]
+        ext = headers.GetConsumerListByGroupRequestHeader(group).to_ext_fields()
+        response = await self._call_ok(await self._addr(mq), RequestCode.GET_CONSUMER_LIST_BY_GROUP, ext)
+        return sorted(bodies.ConsumerListBody.from_json(response.body).consumer_id_list)
+
+    def _lock_body(self, group: str, mqs: Sequence[MessageQueue]) -> bytes:
+        data = [bodies.MessageQueueData(mq.topic, mq.broker_name, mq.queue_id) for mq in mqs]
+        return bodies.LockBatchRequestBody(group, self.client_id, data).to_json()
+
+    async def lock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> set[MessageQueue]:
+        held: set[MessageQueue] = set()
+        for broker_name in {mq.broker_name for mq in mqs}:
+            mine = [mq for mq in mqs if mq.broker_name == broker_name]
+            addr = await self._addr(mine[0])
+            response = await self._call_ok(addr, RequestCode.LOCK_BATCH_MQ, {}, self._lock_body(group, mine))
+            locked = bodies.LockBatchResponseBody.from_json(response.body).lock_ok_mq_set
+            held |= {MessageQueue(q.topic, q.queue_id, broker_name) for q in locked}
+        return held
+
+    async def unlock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> None:
+        for broker_name in {mq.broker_name for mq in mqs}:
+            mine = [mq for mq in mqs if mq.broker_name == broker_name]
+            addr = await self._addr(mine[0])
+            await self._call_ok(addr, RequestCode.UNLOCK_BATCH_MQ, {}, self._lock_body(group, mine))
+
+    # ---- POP (not on remoting) ------------------------------------------------------------------------
+    async def receive(
+        self, group: str, topic: str, expression: str, *, max_messages: int, invisible_ms: int, wait_ms: int
+    ) -> list[MessageView]:
+        raise _no_pop()
+
+    async def ack(self, group: str, message: MessageView) -> None:
+        raise _no_pop()
+
+    async def change_invisible_duration(
+        self, group: str, message: MessageView, invisible_ms: int
+    ) -> MessageView:
+        raise _no_pop()
+
+
+def _no_pop() -> errors.Unsupported:
+    return errors.Unsupported(
+        "receive/ack/change_invisible_duration (POP) are not served by txmq's remoting door; "
+        "use transport='grpc' for a SimpleConsumer, or a PushConsumer/PullConsumer over remoting"
+    )
+
+
+def _props_text(properties: dict[str, str]) -> str:
+    return props.encode(properties).decode("utf-8")

@@ -1,0 +1,257 @@
+"""An asyncio driver for one remoting TCP connection, and a pool that reconnects on demand.
+
+The protocol work (framing, opaques, pending table) is ``RemotingConnection``'s; this module only moves
+bytes. Requests are pipelined: each gets a future keyed by its opaque and many may be in flight on one
+connection. Requests the broker starts (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED) go to an
+``on_request`` callback, run as tasks so a slow callback never stalls the reader.
+
+A broken connection fails its pending requests with ``ConnectionError_`` (retriable); the pool opens a
+new one on the next request, pausing with back-off and jitter after consecutive failures, and calls
+``on_connect`` so the owner re-registers (heartbeats carry producer groups and subscriptions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+from txmq.client._backoff import Backoff
+from txmq.common import errors
+from txmq.protocol.remoting import (
+    NEED_DATA,
+    ConnectionClosed,
+    RemotingCommand,
+    RemotingConnection,
+    Response,
+    UnmatchedResponse,
+)
+
+log = logging.getLogger(__name__)
+
+RequestHandler = Callable[["RemotingChannel", RemotingCommand], Awaitable[RemotingCommand | None]]
+ConnectHook = Callable[["RemotingChannel"], Awaitable[None]]
+
+_READ_BYTES: Final = 256 * 1024
+_DRAIN_ABOVE_BYTES: Final = 1 << 20
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    """``"host:port"`` -> ``(host, port)``; raises ``InvalidArgument`` on anything else."""
+    host, sep, port = addr.strip().rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise errors.InvalidArgument(f"address {addr!r} is not host:port")
+    return host, int(port)
+
+
+class RemotingChannel:
+    """One open connection; create with :meth:`open`."""
+
+    def __init__(
+        self,
+        addr: str,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        on_request: RequestHandler | None,
+    ) -> None:
+        self.addr = addr
+        self._reader = reader
+        self._writer = writer
+        self._on_request = on_request
+        self._conn = RemotingConnection()
+        self._futures: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    @classmethod
+    async def open(
+        cls, addr: str, *, on_request: RequestHandler | None = None, timeout_s: float = 3.0
+    ) -> RemotingChannel:
+        host, port = split_addr(addr)
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+        except (OSError, TimeoutError) as exc:
+            raise errors.ConnectionError_(f"cannot connect to {addr}: {exc}") from None
+        return cls(addr, reader, writer, on_request)
+
+    @property
+    def is_open(self) -> bool:
+        return not self._closed
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._futures)
+
+    async def request(
+        self, code: int, ext_fields: dict[str, str], body: bytes = b"", *, timeout_s: float = 3.0
+    ) -> RemotingCommand:
+        """Send a request and await its response (any response code; the caller interprets it)."""
+        if self._closed:
+            raise errors.ConnectionError_(f"connection to {self.addr} is closed")
+        cmd = self._conn.new_request(code, ext_fields, body)
+        future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        self._futures[cmd.opaque] = future
+        try:
+            await self._write(self._conn.send(cmd))
+            return await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:
+            self._conn.forget(cmd.opaque)
+            raise errors.RequestTimeout(
+                f"no answer from {self.addr} to request code {code} within {timeout_s:.3g}s"
+            ) from None
+        finally:
+            self._futures.pop(cmd.opaque, None)
+
+    async def oneway(self, code: int, ext_fields: dict[str, str], body: bytes = b"") -> None:
+        """Send a request that gets no response (written, not acknowledged)."""
+        if self._closed:
+            raise errors.ConnectionError_(f"connection to {self.addr} is closed")
+        await self._write(self._conn.send(self._conn.new_request(code, ext_fields, body, oneway=True)))
+
+    async def respond(self, cmd: RemotingCommand) -> None:
+        if not self._closed:
+            await self._write(self._conn.send(cmd))
+
+    async def _write(self, data: bytes) -> None:
+        try:
+            self._writer.write(data)
+            transport = self._writer.transport
+            if transport.get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
+                await self._writer.drain()
+        except (OSError, RuntimeError) as exc:
+            self._fail(f"write failed: {exc}")
+            raise errors.ConnectionError_(f"connection to {self.addr} failed: {exc}") from None
+
+    async def _read_loop(self) -> None:
+        reason = "closed by the peer"
+        try:
+            while True:
+                data = await self._reader.read(_READ_BYTES)
+                self._conn.receive_data(data)
+                if not self._drain_events():
+                    break
+        except asyncio.CancelledError:
+            reason = "closed locally"
+        except (OSError, errors.ProtocolError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+        self._fail(reason)
+
+    def _drain_events(self) -> bool:
+        while True:
+            event = self._conn.next_event()
+            if event is NEED_DATA:
+                return True
+            if isinstance(event, Response):
+                future = self._futures.get(event.command.opaque)
+                if future is not None and not future.done():
+                    future.set_result(event.command)
+            elif isinstance(event, RemotingCommand):
+                self._dispatch(event)
+            elif isinstance(event, ConnectionClosed):
+                return False
+            elif isinstance(event, UnmatchedResponse):
+                log.debug("late answer from %s for opaque %d", self.addr, event.command.opaque)
+
+    def _dispatch(self, cmd: RemotingCommand) -> None:
+        if self._on_request is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._serve(cmd))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, cmd: RemotingCommand) -> None:
+        assert self._on_request is not None
+        try:
+            answer = await self._on_request(self, cmd)
+            if answer is not None and not cmd.is_oneway:
+                await self.respond(answer)
+        except Exception:
+            log.exception("handling request code %d from %s failed", cmd.code, self.addr)
+
+    def _fail(self, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        log.debug("connection to %s: %s", self.addr, reason)
+        for future in self._futures.values():
+            if not future.done():
+                future.set_exception(errors.ConnectionError_(f"connection to {self.addr} {reason}"))
+        self._writer.close()
+
+    async def close(self) -> None:
+        """Close; pending requests fail with ``ConnectionError_``."""
+        self._fail("closed locally")
+        self._read_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, OSError):
+            await self._read_task
+        with contextlib.suppress(OSError, ConnectionError):
+            await self._writer.wait_closed()
+
+
+class ChannelPool:
+    """One channel per address, reopened when broken; ``on_connect`` runs after each (re)connect."""
+
+    def __init__(
+        self,
+        *,
+        on_request: RequestHandler | None = None,
+        on_connect: ConnectHook | None = None,
+        backoff: Backoff | None = None,
+        connect_timeout_s: float = 3.0,
+    ) -> None:
+        self._on_request = on_request
+        self._on_connect = on_connect
+        self._backoff = backoff or Backoff(initial_s=0.05, max_s=2.0)
+        self._connect_timeout_s = connect_timeout_s
+        self._channels: dict[str, RemotingChannel] = {}
+        self._failures: dict[str, int] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._rng = random.Random()
+        self._closed = False
+
+    def channels(self) -> list[RemotingChannel]:
+        return [c for c in self._channels.values() if c.is_open]
+
+    async def get(self, addr: str) -> RemotingChannel:
+        """An open channel to ``addr``, connecting (after a back-off pause if it failed before)."""
+        channel = self._channels.get(addr)
+        if channel is not None and channel.is_open:
+            return channel
+        if self._closed:
+            raise errors.ClientClosed("the client is closed")
+        lock = self._locks.setdefault(addr, asyncio.Lock())
+        async with lock:
+            channel = self._channels.get(addr)
+            if channel is not None and channel.is_open:
+                return channel
+            return await self._connect(addr)
+
+    async def _connect(self, addr: str) -> RemotingChannel:
+        failures = self._failures.get(addr, 0)
+        if failures:
+            await asyncio.sleep(self._backoff.delay_s(failures - 1, self._rng))
+        try:
+            channel = await RemotingChannel.open(
+                addr, on_request=self._on_request, timeout_s=self._connect_timeout_s
+            )
+        except errors.ConnectionError_:
+            self._failures[addr] = failures + 1
+            raise
+        self._failures.pop(addr, None)
+        self._channels[addr] = channel
+        if self._on_connect is not None:
+            try:
+                await self._on_connect(channel)
+            except errors.TxmqError as exc:
+                log.warning("registration on new connection to %s failed: %s", addr, exc)
+        return channel
+
+    async def close(self) -> None:
+        self._closed = True
+        channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            await channel.close()

@@ -1,0 +1,291 @@
+"""``TransactionProducer``: half message, local transaction, END_TRANSACTION; and answering check-backs.
+
+The flow (RocketMQ's): the half message is stored invisible; ``listener.execute_local_transaction(msg,
+arg)`` runs; its answer commits (the message becomes visible), rolls back (it never does) or stays
+unknown. An unknown outcome, a lost END_TRANSACTION or a crashed producer leave the half message
+pending; the broker then asks a live producer of the group (check-back), which calls
+``listener.check_local_transaction(msg)`` and answers.
+
+Blocking listener methods run in bounded thread pools (``execute_workers``, ``check_workers``), so a
+slow database never stalls the event loop; ``async def`` listener methods are awaited directly. Checks
+beyond ``max_pending_checks`` are dropped (the broker asks again). ``close()`` stops taking checks,
+finishes and answers those already accepted, then disconnects.
+
+The message handed to the listener is a ``MessageView`` whose ``transaction_id`` is the broker's id of
+the half message, so ``TableBackedListener`` can record it with the business change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from txmq.client._backoff import ClientStatus
+from txmq.client._factory import TransportName
+from txmq.client._producer import Producer
+from txmq.client._selectors import entry_bytes
+from txmq.client._transport import CheckRequest, TransactionRef, Transport
+from txmq.client.transaction_state import LocalTransactionState, TransactionListener
+from txmq.common import errors, msgid
+from txmq.common.message import Message, MessageType, MessageView, SendResult
+
+log = logging.getLogger(__name__)
+
+_DECISION = {
+    LocalTransactionState.COMMIT_MESSAGE: True,
+    LocalTransactionState.ROLLBACK_MESSAGE: False,
+    LocalTransactionState.UNKNOW: None,
+}
+
+
+def half_view(message: Message, half: SendResult) -> MessageView:
+    """What the listener sees during ``execute_local_transaction``: the message plus its transaction id."""
+    parsed = msgid.parse_offset_message_id(half.offset_message_id or "")
+    now = int(time.time() * 1000)
+    return MessageView(
+        topic=message.topic, body=bytes(message.body), message_id=half.message_id,
+        queue_id=half.queue.queue_id, queue_offset=half.queue_offset,
+        commit_log_offset=parsed[2] if parsed else -1, born_timestamp_ms=now, store_timestamp_ms=now,
+        tags=message.tags, keys=message.keys, properties=message.properties,
+        message_type=MessageType.TRANSACTION, transaction_id=half.transaction_id,
+    )  # fmt: skip
+
+
+def ref_of(view: MessageView, half: SendResult) -> TransactionRef:
+    return TransactionRef(
+        topic=view.topic, message_id=half.message_id, transaction_id=half.transaction_id or "",
+        commit_log_offset=view.commit_log_offset, queue_offset=half.queue_offset,
+        offset_message_id=half.offset_message_id,
+    )  # fmt: skip
+
+
+class TransactionProducer(Producer):
+    """A producer of transactional messages for one producer group and its listener.
+
+    ::
+
+        class Transfer:
+            def execute_local_transaction(self, msg, arg):
+                db.debit(arg["account"], arg["amount"], tx_id=msg.transaction_id)
+                return LocalTransactionState.COMMIT_MESSAGE
+
+            def check_local_transaction(self, msg):
+                return LocalTransactionState.COMMIT_MESSAGE if db.has(msg.transaction_id) else \\
+                    LocalTransactionState.ROLLBACK_MESSAGE
+
+        async with TransactionProducer("transfers", Transfer(), "127.0.0.1:9876") as producer:
+            half, state = await producer.send_message_in_transaction(Message("credits", b"..."), arg)
+    """
+
+    def __init__(
+        self,
+        group: str,
+        listener: TransactionListener,
+        endpoints: str = "127.0.0.1:9876",
+        *,
+        transport: TransportName | Transport = "remoting",
+        send_timeout_s: float = 3.0,
+        retries: int = 2,
+        execute_workers: int = 8,
+        check_workers: int = 4,
+        max_pending_checks: int = 2000,
+        **producer_options: Any,
+    ) -> None:
+        super().__init__(
+            endpoints, group=group, transport=transport, send_timeout_s=send_timeout_s, retries=retries,
+            **producer_options,
+        )  # fmt: skip
+        if not isinstance(listener, TransactionListener):
+            raise errors.InvalidArgument(
+                "listener needs execute_local_transaction(msg, arg) and check_local_transaction(msg)"
+            )
+        self.listener = listener
+        self._execute_pool = concurrent.futures.ThreadPoolExecutor(execute_workers, "txmq-local-tx")
+        self._check_pool = concurrent.futures.ThreadPoolExecutor(check_workers, "txmq-check")
+        self._max_pending_checks = max_pending_checks
+        self._checks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self.transport.set_check_handler(self._on_check)
+        await super().start()
+
+    async def close(self) -> None:
+        """Stop taking checks, answer the ones accepted, then close like ``Producer.close``."""
+        if self.status is not ClientStatus.RUNNING:
+            return
+        self.transport.set_check_handler(None)
+        if self._checks:
+            await asyncio.wait(list(self._checks), timeout=self.send_timeout_s * 2)
+        await super().close()
+        self._execute_pool.shutdown(wait=False)
+        self._check_pool.shutdown(wait=False)
+
+    async def __aenter__(self) -> TransactionProducer:
+        await self.start()
+        return self
+
+    # ---- running listener code --------------------------------------------------------------------
+    async def _run(self, pool: concurrent.futures.Executor, fn: Callable[..., Any], *args: Any) -> Any:
+        if inspect.iscoroutinefunction(fn):
+            return await fn(*args)
+        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+
+    async def _execute(self, view: MessageView, arg: Any) -> LocalTransactionState:
+        try:
+            state = await self._run(self._execute_pool, self.listener.execute_local_transaction, view, arg)
+        except Exception:
+            log.exception("execute_local_transaction raised for %s; answering UNKNOW", view.transaction_id)
+            return LocalTransactionState.UNKNOW
+        return _as_state(state)
+
+    # ---- the transaction --------------------------------------------------------------------------
+    async def send_half(self, message: Message) -> tuple[SendResult, MessageView]:
+        """Store the half message (invisible until committed); most code uses the methods below."""
+        window = self._require_running()
+        message = _transactional(message)
+        self._validate(message, transactional_ok=True)
+        nbytes = entry_bytes(message)
+        await window.acquire(nbytes, self.send_timeout_s)
+        try:
+            half = (await self._send_with_retries([message], None, None, None, self.send_timeout_s))[0]
+        finally:
+            window.release(nbytes)
+        if not half.transaction_id:
+            raise errors.ProtocolError("the broker returned no transaction id for a half message")
+        return half, half_view(message, half)
+
+    async def end(self, half: SendResult, view: MessageView, state: LocalTransactionState) -> None:
+        """Tell the broker the outcome (nothing is sent for ``UNKNOW``: the check-back decides)."""
+        decision = _DECISION[state]
+        if decision is None:
+            return
+        try:
+            await self.transport.end_transaction(
+                ref_of(view, half), producer_group=self.group, commit=decision, from_check=False
+            )
+        except errors.TxmqError as exc:  # the check-back repairs a lost decision
+            log.warning(
+                "END_TRANSACTION for %s failed (%s); check-back will resolve it", half.transaction_id, exc
+            )
+
+    async def send_message_in_transaction(
+        self, message: Message, arg: Any = None
+    ) -> tuple[SendResult, LocalTransactionState]:
+        """Send a half message, run the local transaction, then commit or roll back the message.
+
+        Returns the half message's ``SendResult`` (its ``transaction_id`` names the transaction) and the
+        state the listener returned::
+
+            half, state = await producer.send_message_in_transaction(Message("credits", b"42"), {"to": "B"})
+            assert state is LocalTransactionState.COMMIT_MESSAGE
+        """
+        half, view = await self.send_half(message)
+        state = await self._execute(view, arg)
+        await self.end(half, view, state)
+        return half, state
+
+    def transaction(self, message: Message) -> Transaction:
+        """An async context manager: the half message is sent on entry, committed on a clean exit and
+        rolled back when the block raises. ``tx.leave_unknown()`` sends no decision at all, and the
+        broker's check-back (``listener.check_local_transaction``) settles it later::
+
+            async with producer.transaction(Message("credits", b"42")) as tx:
+                await db.debit(account, 42, tx_id=tx.transaction_id)
+        """
+        return Transaction(self, message)
+
+    # ---- check-back ---------------------------------------------------------------------------------
+    async def _on_check(self, request: CheckRequest) -> None:
+        if request.producer_group and request.producer_group != self.group:
+            log.debug("check for group %s ignored by producer of %s", request.producer_group, self.group)
+            return
+        if len(self._checks) >= self._max_pending_checks:
+            log.warning("%d checks pending; dropping one (the broker will ask again)", len(self._checks))
+            return
+        task = asyncio.get_running_loop().create_task(self._answer(request))
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
+
+    async def _answer(self, request: CheckRequest) -> None:
+        try:
+            raw = await self._run(self._check_pool, self.listener.check_local_transaction, request.message)
+            state = _as_state(raw)
+        except Exception:
+            log.exception("check_local_transaction raised for %s", request.ref.transaction_id)
+            return
+        decision = _DECISION[state]
+        if decision is None:
+            return
+        try:
+            await self.transport.end_transaction(
+                request.ref, producer_group=self.group, commit=decision, from_check=True
+            )
+        except errors.TxmqError as exc:
+            log.warning("answering the check for %s failed: %s", request.ref.transaction_id, exc)
+
+
+class Transaction:
+    """One transaction of ``TransactionProducer.transaction``; see there."""
+
+    def __init__(self, producer: TransactionProducer, message: Message) -> None:
+        self._producer = producer
+        self._message = message
+        self._state: LocalTransactionState | None = None
+        self.send_result: SendResult | None = None
+        self.message: MessageView | None = None
+
+    @property
+    def transaction_id(self) -> str:
+        if self.send_result is None or not self.send_result.transaction_id:
+            raise errors.InvalidTransactionId("the half message has not been sent yet")
+        return self.send_result.transaction_id
+
+    def leave_unknown(self) -> None:
+        """Send no decision on exit; the broker's check-back resolves the transaction."""
+        self._state = LocalTransactionState.UNKNOW
+
+    def rollback_only(self) -> None:
+        """Roll back on exit even without an exception."""
+        self._state = LocalTransactionState.ROLLBACK_MESSAGE
+
+    async def __aenter__(self) -> Transaction:
+        self.send_result, self.message = await self._producer.send_half(self._message)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        assert self.send_result is not None
+        assert self.message is not None
+        if exc_type is not None:
+            state = LocalTransactionState.ROLLBACK_MESSAGE
+        else:
+            state = self._state or LocalTransactionState.COMMIT_MESSAGE
+        self._state = state
+        await self._producer.end(self.send_result, self.message, state)
+
+    @property
+    def state(self) -> LocalTransactionState | None:
+        """The outcome sent on exit (``None`` while the block runs)."""
+        return self._state if self.send_result is not None else None
+
+
+def _transactional(message: Message) -> Message:
+    if message.transactional:
+        return message
+    import dataclasses
+
+    return dataclasses.replace(message, transactional=True)
+
+
+def _as_state(value: Any) -> LocalTransactionState:
+    if isinstance(value, LocalTransactionState):
+        return value
+    log.warning("a transaction listener returned %r, not a LocalTransactionState; treating as UNKNOW", value)
+    return LocalTransactionState.UNKNOW

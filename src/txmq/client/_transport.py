@@ -1,0 +1,205 @@
+"""The ``Transport`` protocol: every network operation the SDK's producers and consumers need.
+
+Two implementations speak it: ``RemotingTransport`` (RocketMQ's TCP protocol through a name server,
+the default and fast path) and ``GrpcTransport`` (``apache.rocketmq.v2`` to a proxy endpoint). Producers
+and consumers are written once against this protocol; a feature one wire protocol cannot express
+raises ``Unsupported`` there (see ``supports``).
+
+Registration is declarative: the client tells the transport which producer groups and consumer
+groups it runs (``register_producer`` / ``register_consumer``); the transport keeps the broker told
+(heartbeats, Telemetry settings) and replays the registrations after every reconnect.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from txmq.common.message import Message, MessageQueue, MessageView, SendResult
+
+
+class Feature(enum.Enum):
+    """Capabilities that differ between the two wire protocols."""
+
+    POP = "pop"  # receive / ack / change invisible duration (SimpleConsumer, gRPC PushConsumer)
+    PULL = "pull"  # offset-based reads (PullConsumer, remoting PushConsumer)
+    QUEUE_LOCKS = "queue_locks"  # LOCK_BATCH_MQ for orderly consumers
+    SEND_BACK = "send_back"  # CONSUMER_SEND_MSG_BACK redelivery
+    BATCH_SEND = "batch_send"  # one atomic request for many messages
+    DELIVERY_TIMESTAMP = "delivery_timestamp"  # arbitrary delivery time (5.x DELAY)
+    ONEWAY = "oneway"  # sends without an answer
+
+
+class PullStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_NEW_MESSAGE = "NO_NEW_MESSAGE"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"  # all filtered out; continue from next_offset
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"  # the offset is outside [min, max]; continue from next_offset
+
+
+@dataclass(frozen=True, slots=True)
+class PullBatch:
+    status: PullStatus
+    messages: list[MessageView]
+    next_offset: int
+    min_offset: int
+    max_offset: int
+
+
+class ConsumeMode(enum.Enum):
+    PUSH = "CONSUME_PASSIVELY"
+    PULL = "CONSUME_ACTIVELY"
+    POP = "CONSUME_POP"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerInfo:
+    """A consumer group this client runs: what it subscribes (topic -> tag expression) and how."""
+
+    group: str
+    subscriptions: Mapping[str, str]
+    mode: ConsumeMode = ConsumeMode.PUSH
+    fifo: bool = False
+    max_attempts: int = 17
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionRef:
+    """What ``end_transaction`` needs to name a half message, on either protocol."""
+
+    topic: str
+    message_id: str  # the client message id (UNIQ_KEY)
+    transaction_id: str
+    commit_log_offset: int = -1
+    queue_offset: int = 0
+    offset_message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRequest:
+    """The broker asks a producer group how a half message's local transaction ended."""
+
+    producer_group: str
+    message: MessageView  # the half message; ``message.transaction_id`` is set
+    ref: TransactionRef
+
+
+CheckHandler = Callable[[CheckRequest], Awaitable[None]]
+OnReconnect = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetSpec:
+    """Where to start reading a queue: ``BEGINNING``, ``END`` or the first message at ``timestamp_ms``."""
+
+    kind: str  # "beginning" | "end" | "timestamp"
+    timestamp_ms: int = 0
+
+
+BEGINNING = OffsetSpec("beginning")
+END = OffsetSpec("end")
+
+
+def at_timestamp(timestamp_ms: int) -> OffsetSpec:
+    return OffsetSpec("timestamp", timestamp_ms)
+
+
+@dataclass(slots=True)
+class Registrations:
+    """What a transport replays after a reconnect."""
+
+    producer_groups: set[str] = field(default_factory=set)
+    consumers: dict[str, ConsumerInfo] = field(default_factory=dict)
+
+
+class Transport(Protocol):
+    """One client's connection to a txmq (or RocketMQ) cluster; see the module docstring."""
+
+    name: str
+    client_id: str
+
+    def supports(self, feature: Feature) -> bool: ...
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    # ---- registration -----------------------------------------------------------------------
+    async def register_producer(self, group: str, topics: Sequence[str] = ()) -> None: ...
+
+    async def unregister_producer(self, group: str) -> None: ...
+
+    async def register_consumer(self, info: ConsumerInfo) -> None: ...
+
+    async def unregister_consumer(self, group: str) -> None: ...
+
+    def set_check_handler(self, handler: CheckHandler | None) -> None: ...
+
+    def on_reconnect(self, hook: OnReconnect) -> None: ...
+
+    # ---- routes -----------------------------------------------------------------------------
+    async def route(self, topic: str, *, for_write: bool) -> list[MessageQueue]: ...
+
+    def invalidate_route(self, topic: str) -> None: ...
+
+    # ---- producing --------------------------------------------------------------------------
+    async def send(
+        self, mq: MessageQueue | None, messages: Sequence[Message], *, producer_group: str, timeout_s: float
+    ) -> list[SendResult]: ...
+
+    async def send_oneway(
+        self, mq: MessageQueue | None, message: Message, *, producer_group: str
+    ) -> None: ...
+
+    async def end_transaction(
+        self, ref: TransactionRef, *, producer_group: str, commit: bool | None, from_check: bool
+    ) -> None: ...
+
+    # ---- offset-based consuming ---------------------------------------------------------------
+    async def pull(
+        self,
+        group: str,
+        mq: MessageQueue,
+        offset: int,
+        *,
+        max_messages: int,
+        expression: str,
+        long_poll_ms: int,
+        max_bytes: int,
+    ) -> PullBatch: ...
+
+    async def query_offset(self, group: str, mq: MessageQueue) -> int | None: ...
+
+    async def update_offset(self, group: str, mq: MessageQueue, offset: int) -> None: ...
+
+    async def resolve_offset(self, mq: MessageQueue, spec: OffsetSpec) -> int: ...
+
+    async def send_back(
+        self, group: str, message: MessageView, *, delay_level: int, max_reconsume_times: int
+    ) -> None: ...
+
+    async def consumer_ids(self, group: str, topic: str) -> list[str]: ...
+
+    async def lock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> set[MessageQueue]: ...
+
+    async def unlock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> None: ...
+
+    # ---- POP consuming ------------------------------------------------------------------------
+    async def receive(
+        self,
+        group: str,
+        topic: str,
+        expression: str,
+        *,
+        max_messages: int,
+        invisible_ms: int,
+        wait_ms: int,
+    ) -> list[MessageView]: ...
+
+    async def ack(self, group: str, message: MessageView) -> None: ...
+
+    async def change_invisible_duration(
+        self, group: str, message: MessageView, invisible_ms: int
+    ) -> MessageView: ...

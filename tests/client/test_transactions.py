@@ -1,0 +1,106 @@
+"""TransactionProducer over remoting: commit, rollback, UNKNOW resolved by check-back, context manager."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from tests.client.broker import BrokerProcess
+from tests.client.helpers import wait_until
+from tests.client.test_producer import read_all
+from txmq.client import LocalTransactionState, Message, MessageView, TransactionProducer
+from txmq.common import errors
+
+
+class Listener:
+    """Executes with the state given as ``arg``; answers checks from ``decisions`` (default COMMIT)."""
+
+    def __init__(self) -> None:
+        self.executed: list[str] = []
+        self.checked: list[str] = []
+        self.decisions: dict[str, LocalTransactionState] = {}
+        self.lock = threading.Lock()
+
+    def execute_local_transaction(self, msg: MessageView, arg: Any) -> LocalTransactionState:
+        assert msg.transaction_id
+        with self.lock:
+            self.executed.append(msg.transaction_id)
+        if isinstance(arg, Exception):
+            raise arg
+        return arg  # type: ignore[no-any-return]
+
+    def check_local_transaction(self, msg: MessageView) -> LocalTransactionState:
+        assert msg.transaction_id
+        with self.lock:
+            self.checked.append(msg.transaction_id)
+        return self.decisions.get(msg.body.decode(), LocalTransactionState.COMMIT_MESSAGE)
+
+
+async def test_commit_rollback_and_unknown(broker: BrokerProcess, unique: str) -> None:
+    listener = Listener()
+    listener.decisions["unknown-then-rollback"] = LocalTransactionState.ROLLBACK_MESSAGE
+    async with TransactionProducer(f"pg{unique}", listener, broker.namesrv) as producer:
+        cases = {
+            "commit": LocalTransactionState.COMMIT_MESSAGE,
+            "rollback": LocalTransactionState.ROLLBACK_MESSAGE,
+            "unknown-then-commit": LocalTransactionState.UNKNOW,
+            "unknown-then-rollback": LocalTransactionState.UNKNOWN,
+            "raises-then-commit": RuntimeError("local transaction crashed"),
+        }
+        halves = {}
+        for body, arg in cases.items():
+            half, state = await producer.send_message_in_transaction(Message(unique, body.encode()), arg)
+            halves[body] = half
+            assert half.transaction_id
+            assert state is (arg if isinstance(arg, LocalTransactionState) else LocalTransactionState.UNKNOW)
+        await wait_until(lambda: len(set(listener.checked)) >= 3, what="three check-backs answered")
+        got = await read_all(broker, unique, 3)
+    assert sorted(m.body for m in got) == [b"commit", b"raises-then-commit", b"unknown-then-commit"]
+    assert halves["rollback"].transaction_id not in listener.checked
+    assert halves["commit"].transaction_id not in listener.checked
+    assert len(listener.executed) == 5
+
+
+async def test_context_manager_commits_or_rolls_back(broker: BrokerProcess, unique: str) -> None:
+    listener = Listener()
+    async with TransactionProducer(f"pg{unique}", listener, broker.namesrv) as producer:
+        async with producer.transaction(Message(unique, b"clean exit")) as tx:
+            assert tx.transaction_id
+        assert tx.state is LocalTransactionState.COMMIT_MESSAGE
+        with pytest.raises(ZeroDivisionError):
+            async with producer.transaction(Message(unique, b"raised")) as tx2:
+                1 / 0  # noqa: B018
+        assert tx2.state is LocalTransactionState.ROLLBACK_MESSAGE
+        async with producer.transaction(Message(unique, b"left unknown")) as tx3:
+            tx3.leave_unknown()
+        await wait_until(lambda: tx3.transaction_id in listener.checked, what="check-back of the unknown one")
+        got = await read_all(broker, unique, 2)
+    assert sorted(m.body for m in got) == [b"clean exit", b"left unknown"]
+
+
+async def test_transaction_with_batch_is_rejected(broker: BrokerProcess, unique: str) -> None:
+    async with TransactionProducer(f"pg{unique}", Listener(), broker.namesrv) as producer:
+        with pytest.raises(errors.InvalidArgument):
+            await producer.send_batch([Message(unique, b"a", transactional=True)])
+
+
+async def test_async_listener_and_table_listener_get_the_transaction_id(
+    broker: BrokerProcess, unique: str, tmp_path: Any
+) -> None:
+    import sqlalchemy as sa
+
+    from txmq.client.txtable import TableBackedListener, TransactionTable
+
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'tx.db'}")
+    table = TransactionTable(engine, grace_period_s=0.0)
+    table.create_schema()
+    done: list[str] = []
+    listener = TableBackedListener(table, lambda session, msg, arg: done.append(msg.transaction_id))
+    async with TransactionProducer(f"pg{unique}", listener, broker.namesrv) as producer:
+        half, state = await producer.send_message_in_transaction(Message(unique, b"debit"), None)
+    assert state is LocalTransactionState.COMMIT_MESSAGE
+    assert done == [half.transaction_id]
+    assert table.lookup(half.transaction_id or "") == "C"
+    engine.dispose()
