@@ -105,7 +105,7 @@ class Broker:
     async def open(
         cls, config: BrokerConfig, *, clock: Clock | None = None, fs: FileSystem | None = None,
         inline_flush: bool = False,
-    ) -> Broker:
+    ) -> Broker:  # fmt: skip
         """Open the store and the services. ``fs`` and ``inline_flush`` exist for the deterministic
         simulation (txmq.testing.sim): a FaultyFileSystem, and appends flushed inline instead of by
         background tasks, so one seed yields one history."""
