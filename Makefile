@@ -30,5 +30,8 @@ test: install lint typecheck  ## lint, type-check and run the whole test suite
 unit: install
 	$(BIN)/python -m pytest -q tests/unit tests/property
 
+soak: install  ## the deterministic simulation over 10,000 seeds (SOAK_SEEDS, SOAK_BUDGET_S to change)
+	$(BIN)/python -m txmq.testing.soak --seeds $${SOAK_SEEDS:-10000} --budget-s $${SOAK_BUDGET_S:-0}
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

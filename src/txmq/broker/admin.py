@@ -38,7 +38,12 @@ async def dispatch(broker: Broker, op: str, args: dict[str, Any]) -> Any:
         raise errors.InvalidArgument(f"unknown admin operation {op!r}; known: {', '.join(operations())}")
     if not isinstance(args, dict):
         raise errors.InvalidArgument("admin arguments must be a JSON object")
-    return await handler(broker, args)
+    try:
+        return await handler(broker, args)
+    except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as exc:
+        # an argument of the wrong JSON type or range (found by tests/fuzz): the operator gets a clear
+        # InvalidArgument instead of an internal error
+        raise errors.InvalidArgument(f"bad arguments for {op}: {type(exc).__name__}: {exc}") from exc
 
 
 def _str(args: dict[str, Any], key: str) -> str:

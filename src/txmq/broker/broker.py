@@ -37,6 +37,7 @@ from txmq.common import properties as props
 from txmq.common.clock import Clock, SystemClock
 from txmq.common.message import Message, MessageQueue, MessageView, SendResult
 from txmq.storage.api import ReadStatus, StoreConfig, StoredRecord
+from txmq.storage.fs import FileSystem
 from txmq.storage.store import MessageStore
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,13 @@ class Broker:
 
     # ---- lifecycle ----------------------------------------------------------------------------
     @classmethod
-    async def open(cls, config: BrokerConfig, *, clock: Clock | None = None) -> Broker:
+    async def open(
+        cls, config: BrokerConfig, *, clock: Clock | None = None, fs: FileSystem | None = None,
+        inline_flush: bool = False,
+    ) -> Broker:  # fmt: skip
+        """Open the store and the services. ``fs`` and ``inline_flush`` exist for the deterministic
+        simulation (txmq.testing.sim): a FaultyFileSystem, and appends flushed inline instead of by
+        background tasks, so one seed yields one history."""
         config.validate()
         clock = clock or SystemClock()
         store = MessageStore.open(
@@ -114,11 +121,27 @@ class Broker:
                 store_host=f"{config.host}:{config.remoting_port}",
             ),
             clock=clock,
+            fs=fs,
             index_keys=index_keys,
         )
-        await store.start()
-        broker = cls(config, store, clock)
-        await broker.transactions.recover()
+        if inline_flush:
+            store.inline_flush = True
+        else:
+            await store.start()
+        try:
+            broker = cls(config, store, clock)
+            await broker.transactions.recover()
+        except (TypeError, KeyError, ValueError, AttributeError, IndexError) as exc:
+            # a metadata file that passed its checksum but holds JSON of the wrong shape (hand-edited,
+            # or written by another version): a clear error instead of a traceback on every start
+            await store.close()
+            raise errors.CorruptRecord(
+                f"broker metadata in {Path(config.data_dir) / 'config'} is malformed ({type(exc).__name__}: "
+                f"{exc}); restore the file or remove it to start with defaults"
+            ) from exc
+        except BaseException:
+            await store.close()
+            raise
         return broker
 
     def start_background(self) -> None:

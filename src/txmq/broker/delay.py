@@ -22,6 +22,7 @@ from txmq.broker.reput import to_real_topic
 from txmq.broker.send import TIMER_BUCKET_MS
 from txmq.common import names
 from txmq.common import properties as props
+from txmq.common.errors import CorruptRecord, StorageError
 from txmq.storage.api import QueueUnit, StoredRecord
 from txmq.storage.store import MessageStore
 
@@ -107,7 +108,7 @@ class DelayService:
                 await self._deliver(unit)
                 cursor = unit.queue_offset + 1
                 moved += 1
-            self._set_level_cursor(level, cursor)
+                self._set_level_cursor(level, cursor)  # before the next delivery can fail
         return moved
 
     def _set_level_cursor(self, level: int, cursor: int) -> None:
@@ -153,8 +154,13 @@ class DelayService:
         heap = self._loaded.get(queue, [])
         moved = 0
         while heap and heap[0][0] <= now_ms and moved < budget:
-            deliver_ms, physical, size, queue_offset = heapq.heappop(heap)
-            await self._deliver(QueueUnit(queue_offset, physical, size, deliver_ms))
+            entry = heapq.heappop(heap)
+            deliver_ms, physical, size, queue_offset = entry
+            try:
+                await self._deliver(QueueUnit(queue_offset, physical, size, deliver_ms))
+            except BaseException:
+                heapq.heappush(heap, entry)  # not delivered: it stays due (and the cursor stays before it)
+                raise
             moved += 1
         if not heap:
             cursor = self._loaded_to.get(queue, 0)
@@ -165,6 +171,10 @@ class DelayService:
 
     # ---- delivery -----------------------------------------------------------------------------
     async def _deliver(self, unit: QueueUnit) -> None:
+        """Move one due message to its real topic. A poison record (unreadable, or rejected by the
+        store's validation) is skipped and reported; a storage failure (disk full, fenced store)
+        propagates so the caller's cursor stays before the message and the next tick retries it:
+        skipping it would lose an acknowledged message."""
         if unit.physical_offset in self._recalled:
             self._recalled.discard(unit.physical_offset)
             self._dirty = True
@@ -172,10 +182,19 @@ class DelayService:
         try:
             record: StoredRecord = self._store.read(unit.physical_offset)
             decoded = props.decode(record.properties)
-            await self._store.put(to_real_topic(record, decoded))
+            request = to_real_topic(record, decoded)
+            await self._store.put(request)
             self.delivered += 1
+        except StorageError as exc:
+            if isinstance(exc, CorruptRecord):
+                self._poison(unit, exc)
+                return
+            raise
         except Exception as exc:  # noqa: BLE001 - a poison record must not stop every other delivery
-            reason = f"delayed message at offset {unit.physical_offset} could not be delivered: {exc}"
-            log.error(reason)
-            if self._on_error is not None:
-                self._on_error(reason)
+            self._poison(unit, exc)
+
+    def _poison(self, unit: QueueUnit, exc: Exception) -> None:
+        reason = f"delayed message at offset {unit.physical_offset} could not be delivered: {exc}"
+        log.error(reason)
+        if self._on_error is not None:
+            self._on_error(reason)

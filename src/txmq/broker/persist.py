@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from txmq.common.errors import CorruptRecord, StorageError
 from txmq.storage.checkpoint import read_meta, write_meta
 from txmq.storage.fs import FileSystem
 
@@ -21,11 +22,26 @@ class MetaFiles:
         fs.makedirs(str(directory))
 
     def load_json(self, name: str) -> Any | None:
-        payload = read_meta(self._fs, str(self._dir / name))
+        """The file's JSON value (None if missing). A damaged file raises CorruptRecord naming it, a
+        failing disk StorageError: never a bare OSError or ValueError (callers handle TxmqError)."""
+        path = str(self._dir / name)
+        try:
+            payload = read_meta(self._fs, path)
+        except OSError as exc:
+            raise StorageError(f"cannot read broker metadata {path}: {exc}") from exc
         if payload is None:
             return None
-        return json.loads(payload.decode("utf-8"))
+        try:
+            return json.loads(payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise CorruptRecord(f"broker metadata {path} is not valid JSON: {exc}") from None
 
     def save_json(self, name: str, value: Any) -> None:
+        """Replace the file atomically; a disk error (ENOSPC, EIO) surfaces as StorageError so a
+        request that had to save metadata (a topic auto-created on send) fails with a clear code."""
         payload = json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
-        write_meta(self._fs, str(self._dir / name), payload)
+        path = str(self._dir / name)
+        try:
+            write_meta(self._fs, path, payload)
+        except OSError as exc:
+            raise StorageError(f"cannot write broker metadata {path}: {exc}") from exc

@@ -104,6 +104,8 @@ def load_layout(fs: FileSystem, data_dir: str) -> int | None:
     payload = read_meta(fs, posixpath.join(data_dir, LAYOUT_FILE))
     if payload is None:
         return None
+    if len(payload) != _LAYOUT.size:
+        raise CorruptRecord(f"store layout payload is {len(payload)} bytes, expected {_LAYOUT.size}")
     version, segment_bytes = _LAYOUT.unpack(payload)
     if version != LAYOUT_VERSION:
         raise CorruptRecord(f"store layout version {version} is not supported (expected {LAYOUT_VERSION})")

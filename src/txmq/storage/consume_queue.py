@@ -114,6 +114,29 @@ class ConsumeQueue:
         self.min_offset = min(self.min_offset, self.max_offset)
         return dropped
 
+    def discard_pending(self) -> None:
+        """Forget buffered units and any partial unit a failed write left (dispatch failed)."""
+        self._pending.clear()
+        if self.files:
+            last = self.files[-1]
+            partial = last.handle.size() % UNIT_BYTES
+            if partial:
+                try:
+                    last.handle.truncate(last.handle.size() - partial)
+                except OSError:
+                    pass  # the store is fenced; recovery cuts a torn unit at the next open
+        self._refresh_max_physical()
+
+    def drop_last_unit(self) -> None:
+        """Remove the last unit (recovery cutting a tail that was never fsynced and holds garbage)."""
+        invariant(not self._pending, "truncate only with nothing buffered")
+        invariant(bool(self.files) and self.files[-1].count > 0, "a unit to drop exists")
+        last = self.files[-1]
+        last.handle.truncate((last.count - 1) * UNIT_BYTES)
+        self._dirty.add(last.path)
+        self._refresh_max_physical()
+        self.min_offset = min(self.min_offset, self.max_offset)
+
     def _first_unit_at_or_after(self, file: _File, physical_offset: int) -> int:
         low, high = 0, file.count
         while low < high:

@@ -32,23 +32,27 @@ class Dispatcher:
         pending = self.log.pending
         touched: dict[tuple[str, int], ConsumeQueue] = {}
         count = 0
-        while pending and pending[0].physical_offset + pending[0].size <= limit:
-            entry = pending.popleft()
-            key = (entry.topic, entry.queue_id)
-            queue = touched.get(key) or self.queues.get_or_create(entry.topic, entry.queue_id)
-            if queue.put(entry.queue_offset, entry.physical_offset, entry.size, entry.tags_code):
-                touched[key] = queue
-            self.index.add(entry.topic, entry.properties, entry.physical_offset, entry.store_ms)
-            count += 1
-        if count == 0:
-            return 0
         try:
+            while pending and pending[0].physical_offset + pending[0].size <= limit:
+                entry = pending.popleft()
+                key = (entry.topic, entry.queue_id)
+                queue = touched.get(key) or self.queues.get_or_create(entry.topic, entry.queue_id)
+                if queue.put(entry.queue_offset, entry.physical_offset, entry.size, entry.tags_code):
+                    touched[key] = queue
+                self.index.add(entry.topic, entry.properties, entry.physical_offset, entry.store_ms)
+                count += 1
+            if count == 0:
+                return 0
             for queue in touched.values():
                 queue.write()
             self.index.write()
         except OSError as exc:
+            self._abandon(touched)
             self.log.fence(f"writing a ConsumeQueue or the index failed: {exc}")
             raise StoreFenced(f"the store is read-only until restarted: {self.log.fence_reason}") from exc
+        except BaseException:
+            self._abandon(touched)
+            raise
         self.dispatched_offset = entry.physical_offset + entry.size
         for (topic, queue_id), queue in touched.items():
             for listener in self.listeners:
@@ -57,3 +61,10 @@ class Dispatcher:
                 except Exception:  # noqa: BLE001 - a listener's bug must not stop dispatching
                     _LOG.exception("arrival listener %r failed for %s/%d", listener, topic, queue_id)
         return count
+
+    @staticmethod
+    def _abandon(touched: dict[tuple[str, int], ConsumeQueue]) -> None:
+        """A failed dispatch must not leave units buffered in other queues: every later read of those
+        queues would trip their invariant. Their records are rebuilt from the log on restart."""
+        for queue in touched.values():
+            queue.discard_pending()

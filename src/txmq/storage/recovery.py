@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from txmq.common.clock import Clock
-from txmq.common.errors import CorruptRecord
+from txmq.common.errors import CorruptRecord, TxmqError
 from txmq.storage import codec
-from txmq.storage.api import RecoveryReport, StoredRecord
+from txmq.storage.api import QueueUnit, RecoveryReport, StoredRecord
 from txmq.storage.checkpoint import Checkpoint, load_checkpoint
 from txmq.storage.commitlog import CommitLog, DispatchEntry
 from txmq.storage.consume_queue import ConsumeQueueSet
@@ -58,6 +58,9 @@ def recover(fs: FileSystem, data_dir: str, log: CommitLog, queues: ConsumeQueueS
     start, checkpoint = _scan_start(fs, data_dir, log, notes)
     for queue in queues.queues.values():
         queue.truncate_from_physical(start)
+    dropped = trim_queue_tails(log, queues, start)
+    if dropped:
+        notes.append(f"dropped {dropped} ConsumeQueue units past the checkpoint that did not match the log")
     index.truncate_from_physical(start)
     for (topic, queue_id), queue in queues.queues.items():
         log.queue_next[(topic, queue_id)] = queue.max_offset
@@ -76,6 +79,46 @@ def recover(fs: FileSystem, data_dir: str, log: CommitLog, queues: ConsumeQueueS
         truncated_records=scan.truncated_records, reason=scan.reason,
         rebuilt_queues=len({(e.topic, e.queue_id) for e in log.pending}),
         duration_ms=clock.monotonic_ms() - started_ms, notes=tuple(scan.notes),
+    )  # fmt: skip
+
+
+def trim_queue_tails(log: CommitLog, queues: ConsumeQueueSet, start: int) -> int:
+    """Cut each ConsumeQueue back to its last unit that is before ``start`` and matches its log record.
+
+    Units for records before the checkpoint's dispatched offset were fsynced; units after it may hold
+    anything after a power cut (zeros, a torn or flipped unit), and the binary search of
+    ``truncate_from_physical`` assumes increasing offsets. Walking back from the end and checking each
+    unit against its (checksummed) record keeps exactly the durable prefix; the scan rebuilds the rest.
+    Costs one log read per queue when the tail is clean."""
+    limit = log.segments.active.end if log.segments.active else 0
+    dropped = 0
+    for (topic, queue_id), queue in queues.queues.items():
+        while queue.max_offset > queue.min_offset:
+            units = queue.units(queue.max_offset - 1, 1)
+            last = units[0] if units else None
+            if (
+                last is not None
+                and last.physical_offset < start
+                and _unit_matches(log, last, topic, queue_id, limit)
+            ):
+                break
+            queue.drop_last_unit()
+            dropped += 1
+    return dropped
+
+
+def _unit_matches(log: CommitLog, unit: QueueUnit, topic: str, queue_id: int, limit: int) -> bool:
+    if 0 <= unit.physical_offset < log.segments.min_offset():
+        # its segment was removed by retention (synced long before any checkpoint); a zeroed unit
+        # (size 0) is still garbage
+        return unit.size > 0
+    try:
+        record = log.read(unit.physical_offset, limit)
+    except TxmqError:
+        return False
+    return (
+        record.topic == topic and record.queue_id == queue_id and record.queue_offset == unit.queue_offset
+        and record.size == unit.size
     )  # fmt: skip
 
 

@@ -101,6 +101,10 @@ class MessageStore:
         self._dispatch_wake = asyncio.Event()
         self._closed = False
         self._inflight: asyncio.Future[None] | None = None
+        # Deterministic simulation hook: with no background tasks (``start`` never called), every
+        # append is fsynced and dispatched before it returns, one group commit per append. Off in
+        # production; the acknowledgement rules (ack only after fsync in SYNC mode) are unchanged.
+        self.inline_flush = False
 
     # ------------------------------------------------------------------------------------ lifecycle
     @classmethod
@@ -269,6 +273,9 @@ class MessageStore:
         return results, self._durable(last.physical_offset + last.size)
 
     def _durable(self, end_offset: int) -> Awaitable[None]:
+        if self.inline_flush:
+            self.flush()  # raises StoreFenced (and fences) if the fsync fails: the append is not acked
+            return DONE
         if not self._sync:
             self.run_once()  # async flush: visible as soon as written (and acknowledged)
             return DONE
