@@ -85,7 +85,10 @@ def credit(session: Any, transfer: dict[str, Any], now_ms: int) -> None:
     )
     session.execute(
         b_credits.insert().values(
-            transfer_id=transfer["id"], to_account=transfer["to"], amount=transfer["amount"], credited_at_ms=now_ms
+            transfer_id=transfer["id"],
+            to_account=transfer["to"],
+            amount=transfer["amount"],
+            credited_at_ms=now_ms,
         )
     )
 
@@ -108,15 +111,21 @@ class Verdict:
 
     @property
     def ok(self) -> bool:
-        return self.conserved and not (self.not_credited or self.credited_twice or self.credited_without_debit)
+        return self.conserved and not (
+            self.not_credited or self.credited_twice or self.credited_without_debit
+        )
 
 
 def verdict(engine_a: sa.Engine, engine_b: sa.Engine) -> Verdict:
     with engine_a.connect() as conn:
-        money_a = int(conn.execute(sa.select(sa.func.coalesce(sa.func.sum(a_accounts.c.balance), 0))).scalar_one())
+        money_a = int(
+            conn.execute(sa.select(sa.func.coalesce(sa.func.sum(a_accounts.c.balance), 0))).scalar_one()
+        )
         debits = {row.transfer_id for row in conn.execute(sa.select(a_transfers.c.transfer_id))}
     with engine_b.connect() as conn:
-        money_b = int(conn.execute(sa.select(sa.func.coalesce(sa.func.sum(b_accounts.c.balance), 0))).scalar_one())
+        money_b = int(
+            conn.execute(sa.select(sa.func.coalesce(sa.func.sum(b_accounts.c.balance), 0))).scalar_one()
+        )
         rows = conn.execute(
             sa.select(b_credits.c.transfer_id, sa.func.count()).group_by(b_credits.c.transfer_id)
         ).all()

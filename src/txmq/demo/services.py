@@ -114,13 +114,14 @@ async def run_bank_b(args: argparse.Namespace) -> None:
 
     def on_messages(messages: list[MessageView]) -> ConsumeResult:
         for position, message in enumerate(messages):
-            if args.faults and position > 0 and rng.random() < args.crash_probability:
-                emit(f"CRASH mid-batch at {position}/{len(messages)}")
-                os._exit(CRASH_MID_BATCH)
             transfer = json.loads(message.body)
             with Session(engine) as session, session.begin():
                 if dedup.process_once(session, transfer["id"]):
                     bank.credit(session, transfer, int(time.time() * 1000))
+            if args.faults and rng.random() < args.crash_probability:
+                # credited, but the batch is not acknowledged: it will be delivered again
+                emit(f"CRASH after {position + 1}/{len(messages)} of a batch")
+                os._exit(CRASH_MID_BATCH)
         return ConsumeResult.SUCCESS
 
     consumer = PushConsumer(
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--grace-s", type=float, default=5.0)
     parser.add_argument("--incarnation", type=int, default=0)
-    parser.add_argument("--crash-probability", type=float, default=0.02)
+    parser.add_argument("--crash-probability", type=float, default=0.03)
     parser.add_argument("--faults", action=argparse.BooleanOptionalAction, default=True)
     args = parser.parse_args(argv)
     runner = run_bank_a if args.service == "a" else run_bank_b
