@@ -118,7 +118,7 @@ async def run_bank_b(args: argparse.Namespace) -> None:
             with Session(engine) as session, session.begin():
                 if dedup.process_once(session, transfer["id"]):
                     bank.credit(session, transfer, int(time.time() * 1000))
-            if args.faults and rng.random() < args.crash_probability:
+            if args.faults and args.incarnation < args.max_crashes and rng.random() < args.crash_probability:
                 # credited, but the batch is not acknowledged: it will be delivered again
                 emit(f"CRASH after {position + 1}/{len(messages)} of a batch")
                 os._exit(CRASH_MID_BATCH)
@@ -158,6 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--grace-s", type=float, default=5.0)
     parser.add_argument("--incarnation", type=int, default=0)
     parser.add_argument("--crash-probability", type=float, default=0.03)
+    parser.add_argument("--max-crashes", type=int, default=4, help="bank B dies at most this many times")
     parser.add_argument("--faults", action=argparse.BooleanOptionalAction, default=True)
     args = parser.parse_args(argv)
     runner = run_bank_a if args.service == "a" else run_bank_b
