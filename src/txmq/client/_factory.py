@@ -21,5 +21,7 @@ def make_transport(
 
         return RemotingTransport(endpoints, request_timeout_s=request_timeout_s)
     if transport == "grpc":
-        raise errors.Unsupported("the gRPC transport of the SDK is not implemented yet; use 'remoting'")
+        from txmq.client._grpc import GrpcTransport
+
+        return GrpcTransport(endpoints, request_timeout_s=request_timeout_s)
     raise errors.InvalidArgument(f"transport must be 'remoting' or 'grpc', not {transport!r}")

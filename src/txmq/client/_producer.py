@@ -125,6 +125,10 @@ class Producer:
     ) -> tuple[MessageQueue | None, bool]:
         """(queue or None for "the broker decides", whether the choice is pinned for ordering)."""
         if selector is not None:
+            if not self.transport.supports(Feature.QUEUE_SELECTION):
+                raise errors.Unsupported(
+                    f"the {self.transport.name} server places messages itself; order by message_group"
+                )
             queues = await self.transport.route(message.topic, for_write=True)
             chosen = selector(queues, message, arg)
             if not isinstance(chosen, MessageQueue):
@@ -144,6 +148,8 @@ class Producer:
         queue: MessageQueue | None,
         timeout_s: float,
     ) -> list[SendResult]:
+        if queue is not None and not self.transport.supports(Feature.QUEUE_SELECTION):
+            raise errors.Unsupported(f"the {self.transport.name} server chooses the queue of a send")
         attempt = 0
         while True:
             mq, _pinned = (

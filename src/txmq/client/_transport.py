@@ -29,7 +29,8 @@ class Feature(enum.Enum):
     SEND_BACK = "send_back"  # CONSUMER_SEND_MSG_BACK redelivery
     BATCH_SEND = "batch_send"  # one atomic request for many messages
     DELIVERY_TIMESTAMP = "delivery_timestamp"  # arbitrary delivery time (5.x DELAY)
-    ONEWAY = "oneway"  # sends without an answer
+    ONEWAY = "oneway"  # sends without an answer (over gRPC: a send whose answer is ignored)
+    QUEUE_SELECTION = "queue_selection"  # the client picks the queue of a send (selectors)
 
 
 class PullStatus(enum.Enum):
