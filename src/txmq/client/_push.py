@@ -125,6 +125,7 @@ class PushConsumer:
         self._backoff = Backoff(initial_s=0.1, max_s=3.0)
         self._rebalance_lock = asyncio.Lock()
         self._locked: set[MessageQueue] = set()
+        self._pop: Any = None  # the POP driver (gRPC), see ``_push_pop``
         self.status = ClientStatus.CREATED
 
     # ---- configuration ------------------------------------------------------------------------------
@@ -159,6 +160,12 @@ class PushConsumer:
         await self.transport.start()
         await self.transport.register_consumer(self._info())
         self.status = ClientStatus.RUNNING
+        if not self.transport.supports(Feature.SEND_BACK) and self.transport.supports(Feature.POP):
+            from txmq.client._push_pop import PopDriver
+
+            self._pop = PopDriver(self)
+            self._pop.start()  # gRPC: receive / ack / nack by invisible duration
+            return
         if not (self.transport.supports(Feature.PULL) and self.transport.supports(Feature.SEND_BACK)):
             raise errors.Unsupported(f"PushConsumer needs offset pulls and send-back ({self.transport.name})")
         self._spawn(self._rebalance_loop())
@@ -172,6 +179,8 @@ class PushConsumer:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._pop is not None:
+            await self._pop.drain()
         await asyncio.gather(*(self._drop(pq) for pq in list(self._queues.values())), return_exceptions=True)
         with contextlib.suppress(errors.TxmqError):
             await self.transport.unregister_consumer(self.group)
