@@ -15,6 +15,13 @@ from txmq.client._selectors import MessageQueueSelector, select_by_hash, split_b
 from txmq.client._simple import SimpleConsumer
 from txmq.client._transaction import Transaction, TransactionProducer
 from txmq.client._transport import Feature, Transport
+from txmq.client.blocking import (
+    BlockingProducer,
+    BlockingPullConsumer,
+    BlockingPushConsumer,
+    BlockingSimpleConsumer,
+    BlockingTransactionProducer,
+)
 from txmq.client.idempotency import Deduplicator
 from txmq.client.transaction_state import LocalTransactionState, TransactionListener
 from txmq.common.errors import (
@@ -28,6 +35,11 @@ from txmq.common.message import Message, MessageQueue, MessageView, SendResult
 
 __all__ = [
     "Backoff",
+    "BlockingProducer",
+    "BlockingPullConsumer",
+    "BlockingPushConsumer",
+    "BlockingSimpleConsumer",
+    "BlockingTransactionProducer",
     "ClientClosed",
     "ClientStatus",
     "ConnectionError_",

@@ -12,6 +12,7 @@ for its result, so the semantics (retries, back-off, check-back handling) are ex
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, Self, TypeVar
@@ -19,6 +20,8 @@ from typing import Any, Self, TypeVar
 from txmq.client._consume import ConsumeFrom
 from txmq.client._producer import Producer
 from txmq.client._pull import PullConsumer
+from txmq.client._push import PushConsumer
+from txmq.client._simple import SimpleConsumer
 from txmq.client._transaction import TransactionProducer
 from txmq.client.transaction_state import LocalTransactionState, TransactionListener
 from txmq.common.message import Message, MessageQueue, MessageView, SendResult
@@ -35,7 +38,10 @@ class _LoopThread:
         self._thread.start()
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout_s)
+        return self.submit(coroutine).result(timeout_s)
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -77,6 +83,13 @@ class BlockingProducer(_Blocking):
     def send(self, message: Message, **options: Any) -> SendResult:
         result: SendResult = self._loop.run(self._client.send(message, **options))
         return result
+
+    def send_async(self, message: Message, **options: Any) -> concurrent.futures.Future[SendResult]:
+        """Return at once; the future completes with the ``SendResult`` (or the error)."""
+        future: concurrent.futures.Future[SendResult] = self._loop.submit(
+            self._client.send(message, **options)
+        )
+        return future
 
     def send_oneway(self, message: Message, **options: Any) -> None:
         self._loop.run(self._client.send_oneway(message, **options))
@@ -122,9 +135,76 @@ class BlockingPullConsumer(_Blocking):
         self._loop.run(self._client.commit(offsets))
 
 
+class BlockingPushConsumer(_Blocking):
+    """:class:`~txmq.client.PushConsumer` for threads; same arguments. A plain-function listener runs
+    in the consumer's worker threads, never on the caller's thread::
+
+        with BlockingPushConsumer("billing", "127.0.0.1:9876", listener=on_messages,
+                                  subscriptions={"orders": "*"}) as consumer:
+            stop.wait()
+    """
+
+    def __init__(
+        self,
+        group: str,
+        endpoints: str = "127.0.0.1:9876",
+        *,
+        subscriptions: dict[str, str] | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__("txmq-push-consumer")
+        self._client = self._loop.run(_make(PushConsumer, group, endpoints, **options))
+        for topic, expression in (subscriptions or {}).items():
+            self.subscribe(topic, expression)
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Subscribe before ``start()`` (or entering the ``with`` block)."""
+        self._client.subscribe(topic, expression)
+
+
+class BlockingSimpleConsumer(_Blocking):
+    """:class:`~txmq.client.SimpleConsumer` for threads (gRPC transport); same arguments::
+
+    with BlockingSimpleConsumer("audit", "127.0.0.1:8081", subscriptions={"orders": "*"}) as c:
+        for msg in c.receive(16, invisible_duration_s=30):
+            c.ack(msg)
+    """
+
+    def __init__(self, group: str, endpoints: str = "127.0.0.1:8081", **options: Any) -> None:
+        super().__init__("txmq-simple-consumer")
+        self._client = self._loop.run(_make(SimpleConsumer, group, endpoints, **options))
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self._loop.run(self._client.subscribe(topic, expression))
+
+    def receive(
+        self, max_messages: int = 16, invisible_duration_s: float = 30.0, *, wait_s: float | None = None
+    ) -> list[MessageView]:
+        messages: list[MessageView] = self._loop.run(
+            self._client.receive(max_messages, invisible_duration_s, wait_s=wait_s)
+        )
+        return messages
+
+    def ack(self, message: MessageView) -> None:
+        self._loop.run(self._client.ack(message))
+
+    def change_invisible_duration(self, message: MessageView, invisible_duration_s: float) -> MessageView:
+        renewed: MessageView = self._loop.run(
+            self._client.change_invisible_duration(message, invisible_duration_s)
+        )
+        return renewed
+
+
 async def _make(cls: Any, *args: Any, **options: Any) -> Any:
     """Construct an asyncio client on its own loop (clients may bind loop objects at construction)."""
     return cls(*args, **options)
 
 
-__all__ = ["BlockingProducer", "BlockingPullConsumer", "BlockingTransactionProducer", "ConsumeFrom"]
+__all__ = [
+    "BlockingProducer",
+    "BlockingPullConsumer",
+    "BlockingPushConsumer",
+    "BlockingSimpleConsumer",
+    "BlockingTransactionProducer",
+    "ConsumeFrom",
+]
