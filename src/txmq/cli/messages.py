@@ -1,4 +1,4 @@
-"""``txmq send`` and ``txmq consume``, built on the SDK (remoting transport, through the name server)."""
+"""``txmq send`` and ``txmq consume``, built on the SDK: remoting (a name server, default) or gRPC (:8081)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,25 @@ import asyncio
 import json
 import sys
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
 from txmq.cli.common import duration_ms, fail
 from txmq.common import errors
 
-Endpoints = Annotated[str, typer.Option("--endpoints", help="the name server host:port")]
+Endpoints = Annotated[
+    str, typer.Option("--endpoints", help="name server host:port (remoting) or host:8081 (grpc)")
+]
+TransportOption = Annotated[
+    str, typer.Option("--transport", help="remoting (through a name server) or grpc (v2 endpoint)")
+]
+
+
+def _transport(name: str) -> Literal["remoting", "grpc"]:
+    if name not in ("remoting", "grpc"):
+        fail(f"--transport must be remoting or grpc, not {name!r}")
+    return "grpc" if name == "grpc" else "remoting"
 
 
 def register(app: typer.Typer) -> None:
@@ -31,10 +42,12 @@ def send(
     delay_level: Annotated[int | None, typer.Option("--delay-level", help="1..18")] = None,
     message_group: Annotated[str | None, typer.Option("--message-group", help="FIFO group")] = None,
     endpoints: Endpoints = "127.0.0.1:9876",
+    transport: TransportOption = "remoting",
     json_out: Annotated[bool, typer.Option("--json", help="JSON lines")] = False,
 ) -> None:
     from txmq.client import Message, Producer
 
+    kind = _transport(transport)
     if (body is None) == (file is None):
         fail("give exactly one of --body or --file")
     if count < 1:
@@ -49,7 +62,7 @@ def send(
     )  # fmt: skip
 
     async def run() -> None:
-        async with Producer(endpoints) as producer:
+        async with Producer(endpoints, transport=kind) as producer:
             for _ in range(count):
                 result = await producer.send(message)
                 row = {"message_id": result.message_id, "topic": result.queue.topic,
@@ -71,16 +84,18 @@ def consume(
         bool, typer.Option("--from-beginning", help="new groups start at the beginning")
     ] = False,
     endpoints: Endpoints = "127.0.0.1:9876",
+    transport: TransportOption = "remoting",
     json_out: Annotated[bool, typer.Option("--json", help="JSON lines")] = False,
 ) -> None:
     from txmq.client import ConsumeFrom, PullConsumer
 
+    kind = _transport(transport)
     idle_s = duration_ms(timeout, "--timeout") / 1000
     start = ConsumeFrom.FIRST_OFFSET if from_beginning else ConsumeFrom.LAST_OFFSET
 
     async def run() -> None:
         seen = 0
-        async with PullConsumer(group, endpoints, consume_from=start) as consumer:
+        async with PullConsumer(group, endpoints, transport=kind, consume_from=start) as consumer:
             await consumer.subscribe(topic, tags)
             last = time.monotonic()
             while (count == 0 or seen < count) and time.monotonic() - last < idle_s:
