@@ -1,4 +1,4 @@
-"""Every ```python block of docs/sdk/*.md runs against a real broker (NAMESRV, TOPIC, GROUP provided)."""
+"""Every ```python block of docs/sdk/*.md runs against a real broker (NAMESRV, GRPC, TOPIC, GROUP provided)."""
 
 from __future__ import annotations
 
@@ -24,5 +24,6 @@ async def test_doc_example_runs(code: str, broker: BrokerProcess, unique: str) -
     source = "async def __example():\n" + textwrap.indent(code, "    ")
     namespace: dict[str, object] = {"asyncio": asyncio, "NAMESRV": broker.namesrv, "TOPIC": f"doc{unique}"}
     namespace["GROUP"] = f"docg{unique}"
+    namespace["GRPC"] = broker.grpc
     exec(compile(source, "<doc>", "exec"), namespace)
     await asyncio.wait_for(namespace["__example"](), 12)  # type: ignore[operator]
