@@ -1,4 +1,4 @@
-"""Every ```python block of docs/sdk/*.md runs against a real broker (NAMESRV, GRPC, TOPIC, GROUP provided)."""
+"""Every ```python block of docs/sdk/*.md runs against a real broker (NAMESRV, GRPC, TOPIC, GROUP set)."""
 
 from __future__ import annotations
 

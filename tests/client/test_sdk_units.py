@@ -22,6 +22,11 @@ def test_public_api_is_pinned() -> None:
     assert sorted(txmq.client.__all__) == sorted(
         [
             "Backoff",
+            "BlockingProducer",
+            "BlockingPullConsumer",
+            "BlockingPushConsumer",
+            "BlockingSimpleConsumer",
+            "BlockingTransactionProducer",
             "ClientClosed",
             "ClientStatus",
             "ConnectionError_",

@@ -68,6 +68,10 @@ _POLICIES: Final = {
 _CHANNEL_OPTIONS: Final = [
     ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
     ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
+    # reconnect quickly after a broker restart (gRPC's default back-off grows to minutes); gRPC jitters it
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2_000),
 ]
 
 
