@@ -110,6 +110,9 @@ class GrpcTransport:
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, Any] = {}
         self._sessions: dict[str, TelemetrySession] = {}
+        # endpoints that answered once: calls to them wait (within their deadline) for a reconnect
+        # instead of failing at once; a never-reached endpoint fails fast
+        self._reached: set[str] = set()
         self._routes: dict[str, _Route] = {}
         self._broker_addrs: dict[str, str] = {}
         self._registrations = Registrations()
@@ -176,15 +179,19 @@ class GrpcTransport:
         """One unary RPC; a transport failure or a non-OK status raises the matching ``TxmqError``."""
         try:
             response = await getattr(self._stub(addr), method)(
-                request, metadata=self.metadata, timeout=timeout_s or self.request_timeout_s
-            )
+                request, metadata=self.metadata, timeout=timeout_s or self.request_timeout_s,
+                wait_for_ready=addr in self._reached,
+            )  # fmt: skip
         except grpc.aio.AioRpcError as exc:
             raise conv.rpc_error(exc, method) from None
+        self._reached.add(addr)
         conv.check(response.status, method)
         return response
 
     async def _stream(self, addr: str, method: str, request: Any, timeout_s: float) -> AsyncIterator[Any]:
-        call = getattr(self._stub(addr), method)(request, metadata=self.metadata, timeout=timeout_s)
+        call = getattr(self._stub(addr), method)(
+            request, metadata=self.metadata, timeout=timeout_s, wait_for_ready=addr in self._reached
+        )
         try:
             async for response in call:
                 yield response
