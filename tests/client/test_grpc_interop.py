@@ -8,6 +8,7 @@ clients are used on this side.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,8 +20,10 @@ from tests.integration.grpc_harness import Clients, official_client, receive_all
 from txmq.client import (
     BlockingProducer,
     BlockingPullConsumer,
+    BlockingPushConsumer,
     BlockingSimpleConsumer,
     ConsumeFrom,
+    ConsumeResult,
     Message,
     MessageView,
 )
@@ -100,3 +103,23 @@ def test_txmq_producer_to_official_consumer(
     assert not any(m.corrupted for m in got)  # body digests match
     singles = [m for m in got if m.body.startswith(b"x")]
     assert {(m.tag, m.properties["n"]) for m in singles} == {("tagB", "0"), ("tagB", "1")}
+
+
+def test_official_producer_to_txmq_push_consumer_over_grpc(
+    rmq: Any, clients: Clients, broker: BrokerProcess, unique: str
+) -> None:
+    producer = clients.producer(unique)
+    sent = {producer.send(official_message(rmq, unique, b"p", "t", "k")).message_id for _ in range(3)}
+    seen: set[str] = set()
+    arrived = threading.Event()
+
+    def listener(messages: list[MessageView]) -> ConsumeResult:
+        seen.update(m.message_id for m in messages)
+        if seen >= sent:
+            arrived.set()
+        return ConsumeResult.SUCCESS
+
+    with BlockingPushConsumer(
+        f"push{unique}", broker.grpc, transport="grpc", listener=listener, subscriptions={unique: "*"}
+    ):
+        assert arrived.wait(10), (seen, sent)

@@ -388,7 +388,7 @@ class GrpcTransport:
         now = int(time.time() * 1000)
         request = S.SendMessageRequest(messages=[conv.wire_message(m, now_ms=now) for m in messages])
         response = await self._unary(self._addr(mq), "SendMessage", request, timeout_s=timeout_s)
-        broker = mq.broker_name if mq is not None else ""
+        broker = mq.broker_name if mq is not None else next(iter(self._broker_addrs), "")
         results = []
         for entry in response.entries:
             conv.check(entry.status, "SendMessage")
