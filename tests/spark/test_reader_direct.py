@@ -94,3 +94,19 @@ def test_lost_offsets_fail_the_query_or_are_skipped_with_a_warning(
         assert lenient.partitions(*went_back) == []
         assert [r[6] for r in lenient.read(beyond)] == [b"m0", b"m1"]
     assert "skipped lost messages" in caplog.text
+
+
+def test_the_grpc_transport_reads_the_same_rows_as_remoting(source: Any, spark_broker: BrokerProcess) -> None:
+    topic = new_topic(spark_broker, queues=2)
+    produce(spark_broker, topic, [f"g{i}" for i in range(5)], tags="t", keys=("k",))
+
+    def rows(endpoints: str, transport: str) -> list[Any]:
+        ds = source.TxmqDataSource(
+            {"endpoints": endpoints, "transport": transport, "topic": topic, "arrow": "false"}
+        )
+        reader = ds.reader(source.spark_schema())
+        return sorted(row[:7] for part in reader.partitions() for row in reader.read(part))
+
+    over_grpc = rows(spark_broker.grpc, "grpc")
+    assert over_grpc == rows(spark_broker.namesrv, "remoting")
+    assert [r[6] for r in sorted(over_grpc, key=lambda r: r[6])] == [f"g{i}".encode() for i in range(5)]
