@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -24,9 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from tests.client.broker import BrokerProcess
 from tests.client.conftest import create_topic
@@ -37,14 +37,16 @@ from txmq.spark import offsets as off
 from txmq.spark import options as opt
 from txmq.spark.fetch import Session
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 async def preload(broker: BrokerProcess, topic: str, n: int, size: int, queues: int) -> float:
     body = b"x" * size
     per_batch = max(1, min(1000, (3 * 1024 * 1024) // max(size, 1)))
     start = time.perf_counter()
-    async with Producer(broker.namesrv, group="spark-bench") as producer:
+    async with Producer(broker.namesrv, group="spark-bench", send_timeout_s=120) as producer:
         sent = 0
-        sem = asyncio.Semaphore(8)
+        sem = asyncio.Semaphore(2)
 
         async def one(q: int, count: int) -> None:
             async with sem:
@@ -119,7 +121,8 @@ def main() -> None:
             print(f"preloaded {args.messages} x {args.size} B into {args.queues} queues in {took:.1f} s")
             if not args.no_raw:
                 n, secs = raw_pull(broker, topic)
-                print(f"pull without Spark (1 process, queue after queue): {n} in {secs:.2f} s = {n / secs:,.0f} msg/s")
+                rate = n / secs
+                print(f"pull without Spark (one process): {n} in {secs:.2f} s = {rate:,.0f} msg/s")
 
             t0 = time.perf_counter()
             spark = spark_session()
@@ -130,7 +133,7 @@ def main() -> None:
             txmq.spark.register(spark)
             t0 = time.perf_counter()
             warm = spark.read.format("txmq").option("endpoints", broker.namesrv).option("topic", topic)
-            warm.option("endingOffsets", '{"%s": {"0": 10}}' % topic).load().count()
+            warm.option("endingOffsets", json.dumps({topic: {"0": 10}})).load().count()
             first = time.perf_counter() - t0
             print(f"SparkSession start (JVM): {jvm:.1f} s; first read (Python workers): {first:.1f} s")
 
