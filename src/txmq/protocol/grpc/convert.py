@@ -60,18 +60,21 @@ def to_message(wire: Any) -> Message:
     body: bytes = wire.body
     if sysp.body_encoding == _ENCODING_GZIP:
         body = _gunzip(body)
-    group = sysp.message_group if sysp.HasField("message_group") and sysp.message_group else None
+    # optional strings read "" when unset, and "" means absent here too: no HasField needed (this runs
+    # for every message of every send, so each protobuf access counts)
     deliver = timestamp_ms(sysp.delivery_timestamp) if sysp.HasField("delivery_timestamp") else None
     immunity = None
     if sysp.HasField("orphaned_transaction_recovery_duration"):
         immunity = max(0, duration_ms(sysp.orphaned_transaction_recovery_duration) // 1000)
+    keys = sysp.keys
+    user = wire.user_properties
     return Message(
         topic=wire.topic.name,
         body=body,
-        tags=sysp.tag if sysp.HasField("tag") and sysp.tag else None,
-        keys=tuple(sysp.keys),
-        properties=dict(wire.user_properties),
-        message_group=group,
+        tags=sysp.tag or None,
+        keys=tuple(keys) if keys else (),
+        properties=dict(user) if user else {},
+        message_group=sysp.message_group or None,
         delivery_timestamp_ms=deliver if deliver else None,
         message_id=sysp.message_id or None,
         transactional=sysp.message_type == _TRANSACTION,
