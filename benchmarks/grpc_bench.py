@@ -64,7 +64,7 @@ WARMUP_S = 0.5
 RECEIVE_STREAMS = 4
 BATCH = 100
 BATCH_INFLIGHT = 8
-SYSTEMS = ("bare", "txmq", "txmq-base")
+SYSTEMS = ("bare", "txmq", "txmq-base", "bare-fsync")
 GOALS = {"pipelined": 0.7, "batch": 0.7, "receive": 0.7}
 SINGLE_GOAL_MS = 0.25
 
@@ -92,11 +92,15 @@ def _canned_message(i: int) -> Any:
 class BareServicer(pb.MessagingServiceServicer):  # type: ignore[misc]
     """SendMessage and ReceiveMessage with no storage: the gRPC stack's own cost."""
 
-    def __init__(self) -> None:
+    def __init__(self, fsync_dir: str = "") -> None:
         self.offset = itertools.count()
         self.canned = [S.ReceiveMessageResponse(message=_canned_message(i)) for i in range(1024)]
+        self.log_fd = os.open(f"{fsync_dir}/log", os.O_WRONLY | os.O_CREAT | os.O_APPEND) if fsync_dir else -1
 
     async def SendMessage(self, request: Any, context: Any) -> Any:
+        if self.log_fd >= 0:  # bare-fsync: append the bodies and fdatasync in a thread, no group commit
+            os.write(self.log_fd, b"".join(m.body for m in request.messages))
+            await asyncio.get_running_loop().run_in_executor(None, os.fdatasync, self.log_fd)
         entries = [
             S.SendResultEntry(
                 status=convert.OK_STATUS, message_id=m.system_properties.message_id, offset=next(self.offset)
@@ -114,10 +118,10 @@ class BareServicer(pb.MessagingServiceServicer):  # type: ignore[misc]
         yield last
 
 
-async def _serve_bare(port: int) -> None:
+async def _serve_bare(port: int, fsync_dir: str) -> None:
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 16 << 20)])
     server.add_insecure_port(f"127.0.0.1:{port}")
-    pb.add_MessagingServiceServicer_to_server(BareServicer(), server)
+    pb.add_MessagingServiceServicer_to_server(BareServicer(fsync_dir), server)
     await server.start()
     print(f"bare grpc server ready on {port}", flush=True)
     await server.wait_for_termination()
@@ -133,10 +137,12 @@ def _spawn(command: list[str], home: Path, src: str = "") -> subprocess.Popen[st
 
 
 @contextmanager
-def bare_server(loop: str) -> Iterator[tuple[int, int]]:
+def bare_server(loop: str, fsync: bool = False) -> Iterator[tuple[int, int]]:
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         command = [sys.executable, str(Path(__file__).resolve()), "--serve-bare", str(port), "--loop", loop]
+        if fsync:
+            command += ["--bare-fsync-dir", tmp]
         process = _spawn(command, Path(tmp))
         try:
             wait_for_line(process, "bare grpc server ready")
@@ -347,12 +353,14 @@ def summarize(runs: list[Run]) -> list[dict[str, Any]]:
             "bare_cpu_us_per_msg": cpu.get("bare"),
             "txmq_cpu_us_per_msg": cpu.get("txmq"),
             "base_cpu_us_per_msg": cpu.get("txmq-base"),
+            "bare_fsync_msg_per_s": med.get("bare-fsync"),
         }
         if workload == "single":
             mean = {s: statistics.median(r.mean_ms or 0.0 for r in rs) for s, rs in by.items() if rs}
             p99 = {s: statistics.median(r.p99_ms or 0.0 for r in rs) for s, rs in by.items() if rs}
             row.update(bare_mean_ms=mean["bare"], txmq_mean_ms=mean["txmq"], bare_p99_ms=p99["bare"])
             row.update(base_mean_ms=mean.get("txmq-base"), base_p99_ms=p99.get("txmq-base"))
+            row.update(bare_fsync_mean_ms=mean.get("bare-fsync"), bare_fsync_p99_ms=p99.get("bare-fsync"))
             row.update(txmq_p99_ms=p99["txmq"], mean_gap_ms=mean["txmq"] - mean["bare"])
             row["goal_met"] = row["mean_gap_ms"] <= SINGLE_GOAL_MS
         else:
@@ -371,6 +379,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
                 f"{row['mean_gap_ms']:+.3f}), p99 {row['bare_p99_ms']:.3f}/{row['txmq_p99_ms']:.3f} ms"
             )
         cpu = f"{row['bare_cpu_us_per_msg']:.0f}/{row['txmq_cpu_us_per_msg']:.0f}"
+        if row["bare_fsync_msg_per_s"]:
+            extra += f"  [bare-fsync {row['bare_fsync_msg_per_s']:,.0f} msg/s"
+            if row["workload"] == "single":
+                extra += f", mean {row['bare_fsync_mean_ms']:.3f} p99 {row['bare_fsync_p99_ms']:.3f} ms"
+            extra += "]"
         if row["base_msg_per_s"]:
             extra += (
                 f"  [baseline {row['base_msg_per_s']:,.0f} msg/s, {row['base_cpu_us_per_msg']:.0f} us/msg; "
@@ -395,6 +408,8 @@ async def run(args: argparse.Namespace) -> None:
     runs: list[Run] = []
     with contextlib.ExitStack() as stack:
         targets = [Target("bare", *stack.enter_context(bare_server(args.loop)))]
+        if args.bare_fsync:
+            targets.append(Target("bare-fsync", *stack.enter_context(bare_server(args.loop, fsync=True))))
         targets.append(Target("txmq", *stack.enter_context(txmq_broker(args.flush))))
         if args.baseline_src:
             base = stack.enter_context(txmq_broker(args.flush, args.baseline_src))
@@ -403,8 +418,9 @@ async def run(args: argparse.Namespace) -> None:
             await target.open()
             await send_once(target, TOPIC_SEND, 1)  # connect, create the topic
         if "receive" in only:
-            for target in targets[1:]:
-                await prefill(target, args.receive_prefill)
+            for target in targets:
+                if target.system.startswith("txmq"):
+                    await prefill(target, args.receive_prefill)
         for workload in only:
             for rnd, target in itertools.product(range(args.rounds), targets):
                 spy = _py_spy(args.py_spy, target, workload, rnd, args.seconds)
@@ -474,12 +490,16 @@ def main() -> None:
     parser.add_argument(
         "--baseline-src", default="", help="also run txmq-base: `txmq broker` from this src directory"
     )
+    parser.add_argument(
+        "--bare-fsync", action="store_true", help="also run bare-fsync: bare + one fdatasync per send call"
+    )
+    parser.add_argument("--bare-fsync-dir", default="", help=argparse.SUPPRESS)
     parser.add_argument("--serve-bare", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.loop == "uvloop":
         _install_uvloop()  # like `txmq broker`: the same loop on both sides
     if args.serve_bare:
-        asyncio.run(_serve_bare(args.serve_bare))
+        asyncio.run(_serve_bare(args.serve_bare, args.bare_fsync_dir))
     else:
         asyncio.run(run(args))
 

@@ -86,9 +86,20 @@ class _Timed:
         self.start = start
         self.in_window = self.total = 0
         self.latencies: list[float] = []
+        self.cpu_begin: float | None = None
+        self.cpu_end = 0.0
 
     def running(self) -> bool:
-        return time.time() < self.end
+        now = time.time()
+        if self.cpu_begin is None and now >= self.begin:
+            self.cpu_begin = time.process_time()
+        if now < self.end:
+            return True
+        self.cpu_end = time.process_time()
+        return False
+
+    def window_cpu_s(self) -> float:
+        return self.cpu_end - (self.cpu_begin if self.cpu_begin is not None else self.cpu_end)
 
     def done(self, t0: float) -> None:
         now = time.time()
@@ -135,7 +146,7 @@ async def _sdk_worker(args: argparse.Namespace) -> dict[str, Any]:
                 raise RuntimeError(f"transaction ended {state}")
             timed.done(t0)
     result = {"in_window": timed.in_window, "total": timed.total + 1, "local_s": local_s, "checks": checks}
-    return {**result, "cpu_s": time.process_time(), "lat": timed.latencies}
+    return {**result, "cpu_s": timed.window_cpu_s(), "lat": timed.latencies}
 
 
 def _official_worker(args: argparse.Namespace) -> dict[str, Any]:
@@ -170,7 +181,7 @@ def _official_worker(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         producer.shutdown()
     result = {"in_window": timed.in_window, "total": timed.total + 1, "local_s": 0.0, "checks": 0}
-    return {**result, "cpu_s": time.process_time(), "lat": timed.latencies}
+    return {**result, "cpu_s": timed.window_cpu_s(), "lat": timed.latencies}
 
 
 # ---- the parent ------------------------------------------------------------------------------------
@@ -193,12 +204,20 @@ def run_commits(
         sys.executable, str(Path(__file__).resolve()), "--worker", transport, "--endpoint", endpoint,
         "--topic", topic, "--group", group, "--seconds", str(seconds),
     ]  # fmt: skip
-    workers = [
-        subprocess.Popen(
-            command, env=subprocess_env(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        for _ in range(PRODUCERS)
-    ]
+    logs = [home / f"worker-{tag}-{k}.log" for k in range(PRODUCERS)]
+    workers = []
+    for log in logs:
+        with open(log, "w") as stderr:
+            workers.append(
+                subprocess.Popen(
+                    command,
+                    env=subprocess_env(home),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                    text=True,
+                )
+            )
     try:
         for worker in workers:
             assert worker.stdout is not None
@@ -207,15 +226,23 @@ def run_commits(
                 raise RuntimeError(f"a {transport} worker failed to start: {line!r}")
         start = time.time() + 0.3
         cpu0 = _cpu(broker)
+        spy = _py_spy(PY_SPY_DIR, broker, tag, seconds)
         for worker in workers:
             assert worker.stdin is not None
             worker.stdin.write(f"{start}\n")
             worker.stdin.flush()
         results = []
-        for worker in workers:
-            out, _ = worker.communicate(timeout=seconds + 120)
+        for worker, log in zip(workers, logs, strict=True):
+            try:
+                out, _ = worker.communicate(timeout=seconds + 120)
+            except subprocess.TimeoutExpired:
+                raise RuntimeError(
+                    f"a {transport} producer hung: {_dump(worker.pid)}\n{log.read_text()[-2000:]}"
+                ) from None
             results.append(json.loads(out.strip().splitlines()[-1]))
         cpu = _cpu(broker) - cpu0
+        if spy is not None:
+            spy.wait()
     finally:
         for worker in workers:
             if worker.poll() is None:
@@ -235,9 +262,32 @@ def run_commits(
         "p99_ms": qs[98],
         "local_tx_s_total": sum(r["local_s"] for r in results),
         "checks_answered": sum(r["checks"] for r in results),
-        "producers_cpu_s": sum(r["cpu_s"] for r in results),
+        "producers_cpu_cores": sum(r["cpu_s"] for r in results) / seconds,
+        "producers_cpu_us_per_tx": sum(r["cpu_s"] for r in results) / max(1, done) * 1e6,
         "broker_cpu_s_per_s": cpu / (seconds + WARMUP_S + 0.3),
     }
+
+
+PY_SPY_DIR = ""  # --py-spy DIR: sample the broker during every commits window
+
+
+def _py_spy(out_dir: str, broker: BrokerProcess, tag: str, seconds: float) -> Any:
+    if not out_dir or broker.proc is None:
+        return None
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    command = [
+        str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(broker.proc.pid), "--nonblocking",
+        "--format", "raw", "--rate", "250", "--duration", str(int(seconds + WARMUP_S)),
+        "-o", f"{out_dir}/{tag}.txt",
+    ]  # fmt: skip
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _dump(pid: int) -> str:
+    """The stacks of a hung producer (py-spy), for the error message."""
+    spy = Path(sys.executable).parent / "py-spy"
+    done = subprocess.run([str(spy), "dump", "--pid", str(pid)], capture_output=True, text=True, check=False)
+    return done.stdout[-4000:] or done.stderr[-1000:]
 
 
 def _cpu(broker: BrokerProcess) -> float:
@@ -286,8 +336,9 @@ def _print_commits(run: dict[str, Any]) -> None:
     print(
         f"{run['transport']:<14} round {run['round']}: {run['tx_per_s']:>8,.0f} tx/s  "
         f"p50 {run['p50_ms']:.2f} "
-        f"p99 {run['p99_ms']:.2f} ms  broker CPU {run['broker_cpu_s_per_s']:.2f} cores, producers "
-        f"{run['producers_cpu_s']:.1f} CPU s, checks {run['checks_answered']}  committed "
+        f"p99 {run['p99_ms']:.2f} ms  CPU: broker {run['broker_cpu_s_per_s']:.2f} cores, producers "
+        f"{run['producers_cpu_cores']:.2f} cores ({run['producers_cpu_us_per_tx']:.0f} us/tx); "
+        f"checks {run['checks_answered']}; committed "
         f"{run['committed_on_broker']}/{run['transactions']} {'ok' if run['commit_check'] else 'MISMATCH'}",
         flush=True,
     )
@@ -479,6 +530,7 @@ def main() -> None:
     parser.add_argument("--halves", type=int, default=1_000_000)
     parser.add_argument("--tick-rounds", type=int, default=200)
     parser.add_argument("--out", default="")
+    parser.add_argument("--py-spy", default="", help="sample the broker with py-spy into this directory")
     parser.add_argument("--worker", default="", help=argparse.SUPPRESS)
     parser.add_argument("--endpoint", default="", help=argparse.SUPPRESS)
     parser.add_argument("--topic", default="", help=argparse.SUPPRESS)
@@ -487,6 +539,8 @@ def main() -> None:
     if args.worker:
         _worker_main(args)
         return
+    global PY_SPY_DIR
+    PY_SPY_DIR = args.py_spy
     document: dict[str, Any] = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "host": {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version()},
