@@ -95,6 +95,7 @@ class Broker:
             revive=self._revive,
             dead_letter=self._dead_letter,
             default_policy=GroupPolicy(max_attempts=config.max_delivery_attempts),
+            on_release=self.waiters.wake,
         )
         self.transactions = TransactionService(self, meta)
         self._background: asyncio.Task[None] | None = None

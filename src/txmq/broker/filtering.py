@@ -6,15 +6,22 @@ filtered without reading the CommitLog; the tag itself is re-checked on the reco
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from txmq.common import errors
 
 
 def tag_hash(tag: str | None) -> int:
-    """Java String.hashCode over UTF-16 code units, as a signed 32-bit value."""
+    """Java String.hashCode over UTF-16 code units, as a signed 32-bit value (cached: a topic's
+    messages carry few distinct tags, and this loop runs for every message sent)."""
     if not tag:
         return 0
+    return _tag_hash(tag)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tag_hash(tag: str) -> int:
     value = 0
     data = tag.encode("utf-16-be")
     for i in range(0, len(data), 2):

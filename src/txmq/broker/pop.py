@@ -66,6 +66,8 @@ class GroupPolicy:
 
 # (group, original record, decoded properties, attempt) -> awaitable; used to revive or dead-letter
 Mover = Callable[[str, StoredRecord, dict[str, str], int], Awaitable[None]]
+# topic -> None; told when a message of that topic became deliverable without a new arrival
+Releaser = Callable[[str], None]
 
 
 class PopService:
@@ -77,8 +79,10 @@ class PopService:
         revive: Mover,
         dead_letter: Mover,
         default_policy: GroupPolicy | None = None,
+        on_release: Releaser | None = None,
     ) -> None:
         self._store = store
+        self._on_release = on_release
         self._default_policy = default_policy or GroupPolicy()
         self._offsets = offsets
         self._revive = revive
@@ -287,6 +291,8 @@ class PopService:
         self._inflight_count[group] = max(0, self._inflight_count.get(group, 0) - 1)
         state.fifo_attempts.pop(receipt.queue_offset, None)
         self._finish(group, receipt.topic, receipt.queue_id, state, receipt.queue_offset)
+        if entry.message_group is not None or state.fifo_pending:
+            self._release(receipt.topic)  # the group's next message may be deliverable now
 
     def change_invisible(self, group: str, handle: str, invisible_ms: int, now_ms: int) -> str:
         receipt = decode_receipt(handle)
@@ -296,6 +302,8 @@ class PopService:
             raise errors.InvalidReceiptHandle("the receipt handle has expired or was already used")
         entry.nonce = next(self._nonce)
         entry.deadline_ms = now_ms + invisible_ms
+        # waiters computed their wake-up from the old deadline; a nack (0) makes the message due now
+        self._release(receipt.topic)
         return Receipt(
             receipt.topic, receipt.queue_id, receipt.queue_offset, entry.nonce, entry.deadline_ms
         ).encode()
@@ -337,6 +345,7 @@ class PopService:
             elif policy.fifo:
                 state.fifo_attempts[offset] = entry.attempt
                 state.fifo_pending[offset] = entry.message_group
+                self._release(topic)  # redelivered in place: no arrival will announce it
             else:
                 await self._revive(group, record, decoded, entry.attempt)
                 self._finish(group, topic, queue_id, state, offset)
@@ -349,6 +358,12 @@ class PopService:
         self.ack(group, handle)
 
     # ---- bookkeeping --------------------------------------------------------------------------
+    def _release(self, topic: str) -> None:
+        """Wake long polls on ``topic``: FIFO deliverability changes without any new arrival (an ack,
+        a nack, a dead-letter move or an in-place redelivery frees a message group's next message)."""
+        if self._on_release is not None:
+            self._on_release(topic)
+
     def _state(self, group: str, topic: str, queue_id: int) -> QueueState:
         key = (group, topic, queue_id)
         state = self._queues.get(key)

@@ -69,6 +69,7 @@ class SendService:
         self._broker_name = broker_name
         self._round_robin: dict[str, itertools.count[int]] = {}
         self._timer_queues = timer_queues(delay_ms_max)
+        self._address: tuple[str, tuple[str, int]] | None = None
 
     @property
     def timer_queue_count(self) -> int:
@@ -91,16 +92,28 @@ class SendService:
         queue_id = self._choose_queue(message, topic, ctx.queue_id)
         now = self._clock.now_ms()
         properties = self._properties(message, ctx)
+        body = message.body if type(message.body) is bytes else bytes(message.body)
+        deliver_ms = self._deliver_ms(message, now)
+        if deliver_ms is None and not message.transactional:  # the common case: one record, built once
+            properties.pop(props.DELAY, None)
+            return topic, PutRequest(
+                topic=topic.name,
+                queue_id=queue_id,
+                body=body,
+                properties=props.encode(properties),
+                tags_code=tag_hash(message.tags),
+                born_timestamp_ms=now,
+                born_host=ctx.born_host,
+            )
         base = PutRequest(
             topic=topic.name,
             queue_id=queue_id,
-            body=bytes(message.body),
+            body=body,
             properties=b"",
             tags_code=tag_hash(message.tags),
             born_timestamp_ms=now,
             born_host=ctx.born_host,
         )
-        deliver_ms = self._deliver_ms(message, now)
         if message.transactional:
             # Transaction + delay: the delay is kept on the half message and starts at the commit.
             if message.delivery_timestamp_ms is not None and deliver_ms is not None:
@@ -223,14 +236,19 @@ class SendService:
     def _result(
         self, message: Message, request: PutRequest, topic: TopicConfig, appended: AppendResult
     ) -> SendResult:
-        decoded = props.decode(request.properties)
-        host, port = split_host(self._store_host())
-        offset_id = msgid.offset_message_id(host, port, appended.physical_offset)
-        real_queue = int(decoded.get(props.REAL_QUEUE_ID, request.queue_id))
         is_half = message.transactional
-        is_delayed = not is_half and props.TIMER_DELIVER_MS in decoded and request.topic != topic.name
+        # only a delayed message is stored under another topic than its own (halves are handled above)
+        is_delayed = not is_half and request.topic != topic.name
+        if is_half or is_delayed or not message.message_id:
+            decoded = props.decode(request.properties)
+            message_id = decoded[props.UNIQ_KEY]
+            real_queue = int(decoded.get(props.REAL_QUEUE_ID, request.queue_id))
+        else:  # a plain message the client named: nothing to read back from the encoded properties
+            message_id, real_queue = message.message_id, request.queue_id
+        host, port = self._store_address()
+        offset_id = msgid.offset_message_id(host, port, appended.physical_offset)
         return SendResult(
-            message_id=decoded[props.UNIQ_KEY],
+            message_id=message_id,
             queue=MessageQueue(topic.name, real_queue, self._broker_name),
             queue_offset=appended.queue_offset if not (is_half or is_delayed) else 0,
             transaction_id=offset_id if is_half else None,
@@ -260,6 +278,13 @@ class SendService:
 
     def _store_host(self) -> str:
         return self._store.config.store_host
+
+    def _store_address(self) -> tuple[str, int]:
+        """(host, port) of the store, parsed once: every send result names it in its offset id."""
+        store_host = self._store_host()
+        if self._address is None or self._address[0] != store_host:
+            self._address = (store_host, split_host(store_host))
+        return self._address[1]
 
 
 def _with_properties(request: PutRequest, properties: dict[str, str]) -> PutRequest:

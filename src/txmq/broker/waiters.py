@@ -17,6 +17,12 @@ class ArrivalWaiters:
         for event in self._events.get(topic, ()):
             event.set()
 
+    def wake(self, topic: str) -> None:
+        """Wake the waiters of ``topic`` although nothing arrived (a FIFO group's next message freed up)."""
+        self.version += 1
+        for event in self._events.get(topic, ()):
+            event.set()
+
     def wake_all(self) -> None:
         self.version += 1
         for events in self._events.values():

@@ -223,8 +223,11 @@ class MessagingServicer:
             return
         if messages:
             yield response(status=convert.OK_STATUS)
+            to_wire = convert.to_wire
             for view in messages:
-                yield response(message=convert.to_wire(view, invisible_ms=invisible_ms))
+                delivered = response()
+                to_wire(view, invisible_ms=invisible_ms, into=delivered.message)
+                yield delivered
         else:
             yield response(status=_NOT_FOUND)
         last = response()
@@ -286,7 +289,9 @@ class MessagingServicer:
             return
         yield response(status=_pull_status(result.status, result.min_offset, result.max_offset))
         for view in result.messages:
-            yield response(message=convert.to_wire(view))
+            delivered = response()
+            convert.to_wire(view, into=delivered.message)
+            yield delivered
         yield response(next_offset=result.next_offset)
 
     @_unary(S.GetOffsetResponse)

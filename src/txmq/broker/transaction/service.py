@@ -296,15 +296,19 @@ class TransactionService:
 
     def _advance_cursor(self, now_ms: int) -> None:
         timeout = self.policy.transaction_timeout_ms
+        # Peek at one unit first: in most rounds the oldest half past the cursor is not due yet, and
+        # reading a full chunk to learn that cost a round ~100x more with many halves pending.
+        chunk = 1
         while True:
-            units = self._store.queue_units(names.HALF_TOPIC, 0, self._cursor, _CURSOR_UNITS)
+            units = self._store.queue_units(names.HALF_TOPIC, 0, self._cursor, chunk)
             for unit in units:
                 if unit.tags_code + timeout > now_ms:
                     return
                 self._watch(unit.physical_offset, unit.queue_offset, unit.tags_code)
                 self._cursor = unit.queue_offset + 1
-            if len(units) < _CURSOR_UNITS:
+            if len(units) < chunk:
                 return
+            chunk = _CURSOR_UNITS
 
     def _watch(self, half_offset: int, queue_offset: int, stored_ms: int) -> None:
         record = self._early.pop(half_offset, TxnRecord())

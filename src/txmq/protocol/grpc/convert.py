@@ -22,6 +22,7 @@ _ENCODING_IDENTITY = pb.Encoding.IDENTITY
 _ENCODING_GZIP = pb.Encoding.GZIP
 _DIGEST_MD5 = pb.DigestType.MD5
 _TRANSACTION = pb.MessageType.TRANSACTION
+_NORMAL = int(MessageType.NORMAL)
 _OK = pb.Code.OK
 
 
@@ -60,18 +61,21 @@ def to_message(wire: Any) -> Message:
     body: bytes = wire.body
     if sysp.body_encoding == _ENCODING_GZIP:
         body = _gunzip(body)
-    group = sysp.message_group if sysp.HasField("message_group") and sysp.message_group else None
+    # optional strings read "" when unset, and "" means absent here too: no HasField needed (this runs
+    # for every message of every send, so each protobuf access counts)
     deliver = timestamp_ms(sysp.delivery_timestamp) if sysp.HasField("delivery_timestamp") else None
     immunity = None
     if sysp.HasField("orphaned_transaction_recovery_duration"):
         immunity = max(0, duration_ms(sysp.orphaned_transaction_recovery_duration) // 1000)
+    keys = sysp.keys
+    user = wire.user_properties
     return Message(
         topic=wire.topic.name,
         body=body,
-        tags=sysp.tag if sysp.HasField("tag") and sysp.tag else None,
-        keys=tuple(sysp.keys),
-        properties=dict(wire.user_properties),
-        message_group=group,
+        tags=sysp.tag or None,
+        keys=tuple(keys) if keys else (),
+        properties=dict(user) if user else {},
+        message_group=sysp.message_group or None,
         delivery_timestamp_ms=deliver if deliver else None,
         message_id=sysp.message_id or None,
         transactional=sysp.message_type == _TRANSACTION,
@@ -97,26 +101,39 @@ def body_digest(body: bytes) -> str:
     return hashlib.md5(body, usedforsecurity=False).hexdigest().upper()
 
 
-def to_wire(view: MessageView, *, invisible_ms: int | None = None) -> Any:
-    """A delivered message with every field official clients read (protocol.md §2.4)."""
-    wire = pb.Message(body=view.body)
+def to_wire(view: MessageView, *, invisible_ms: int | None = None, into: Any = None) -> Any:
+    """A delivered message with every field official clients read (protocol.md §2.4).
+
+    ``into``: an empty ``Message`` to fill, e.g. ``response.message`` of a ReceiveMessageResponse, so a
+    receive streaming thousands of messages does not build each one twice (wrapping a finished message
+    in its response copies it). Fields are assigned through locals: every protobuf access costs.
+    """
+    wire = pb.Message() if into is None else into
+    wire.body = view.body
     wire.topic.name = view.topic
-    user = props.user_properties(view.properties)
-    if user:
-        wire.user_properties.update(user)
+    properties = view.properties
+    if properties:
+        user = props.user_properties(properties)
+        if user:
+            wire.user_properties.update(user)
     sysp = wire.system_properties
     sysp.message_id = view.message_id
     sysp.body_encoding = _ENCODING_IDENTITY
-    sysp.body_digest.type = _DIGEST_MD5
-    sysp.body_digest.checksum = body_digest(view.body)
-    sysp.message_type = int(view.message_type) or int(MessageType.NORMAL)
-    set_timestamp(sysp.born_timestamp, view.born_timestamp_ms)
-    set_timestamp(sysp.store_timestamp, view.store_timestamp_ms)
+    digest = sysp.body_digest
+    digest.type = _DIGEST_MD5
+    digest.checksum = body_digest(view.body)
+    sysp.message_type = int(view.message_type) or _NORMAL
+    seconds, ms = divmod(view.born_timestamp_ms, 1000)
+    born = sysp.born_timestamp
+    born.seconds, born.nanos = seconds, ms * 1_000_000
+    seconds, ms = divmod(view.store_timestamp_ms, 1000)
+    stored = sysp.store_timestamp
+    stored.seconds, stored.nanos = seconds, ms * 1_000_000
     sysp.born_host = view.born_host
     sysp.store_host = view.store_host
     sysp.queue_id = view.queue_id
     sysp.queue_offset = view.queue_offset
-    sysp.delivery_attempt = max(1, view.delivery_attempt)
+    sysp.delivery_attempt = view.delivery_attempt if view.delivery_attempt > 1 else 1
     if view.tags:
         sysp.tag = view.tags
     if view.keys:
@@ -129,8 +146,8 @@ def to_wire(view: MessageView, *, invisible_ms: int | None = None) -> Any:
         sysp.receipt_handle = view.receipt_handle
     if invisible_ms is not None:
         set_duration(sysp.invisible_duration, invisible_ms)
-    origin_topic = view.properties.get(props.DLQ_ORIGIN_TOPIC)
+    origin_topic = properties.get(props.DLQ_ORIGIN_TOPIC) if properties else None
     if origin_topic:
         sysp.dead_letter_queue.topic = origin_topic
-        sysp.dead_letter_queue.message_id = view.properties.get(props.DLQ_ORIGIN_MESSAGE_ID, view.message_id)
+        sysp.dead_letter_queue.message_id = properties.get(props.DLQ_ORIGIN_MESSAGE_ID, view.message_id)
     return wire
