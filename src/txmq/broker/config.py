@@ -20,6 +20,9 @@ class BrokerConfig:
     host: str = "127.0.0.1"
     grpc_port: int = 8081
     remoting_port: int = 10911
+    # The remoting address routes name (RocketMQ's brokerIP1): set it when clients reach the broker
+    # through a NAT, a load balancer or a fault proxy; None: the bound host:port.
+    remoting_advertised_addr: str | None = None
     namesrv_port: int = 9876
     namesrv_addr: str | None = None  # register with an external name server instead of the embedded one
     run_namesrv: bool = True
