@@ -341,10 +341,11 @@ async def serve(
     The bound port is ``server.txmq_port``.
     """
     server = grpc.aio.server(
+        maximum_concurrent_rpcs=broker.config.grpc_concurrent_rpcs_max,  # beyond: RESOURCE_EXHAUSTED
         options=[
             ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
             ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
-        ]
+        ],
     )
     bound = server.add_insecure_port(f"{host}:{port}")
     servicer = MessagingServicer(broker, advertised_host or _advertised(host), bound)
