@@ -32,7 +32,7 @@ from typing import Any
 
 from txmq.client import Message, Producer, PullConsumer, SimpleConsumer
 from txmq.common import limits
-from txmq.common.errors import TooManyRequests
+from txmq.common.errors import TooManyRequests, TxmqError
 from txmq.protocol.remoting.codes import RequestCode, ResponseCode
 from txmq.protocol.remoting.connection import NEED_DATA, RemotingConnection, Response
 
@@ -100,13 +100,19 @@ async def pending(broker: Broker, topic: str, count: int, out: dict[str, Any]) -
     body = b"p" * 100
     batch = 1000
     started, before = time.monotonic(), broker.rss()
-    async with Producer(broker.namesrv) as producer:
+    async with Producer(broker.namesrv, send_timeout_s=30) as producer:
         sent = 0
 
         async def sender(share: int) -> None:
             nonlocal sent
-            for _ in range(share):
-                await producer.send_batch([Message(topic, body) for _ in range(batch)])
+            done = 0
+            while done < share:
+                try:
+                    await producer.send_batch([Message(topic, body) for _ in range(batch)])
+                except TxmqError as exc:  # a busy shared machine: a slow answer is not a failure here
+                    out.setdefault("pending_send_errors", []).append(str(exc)[:120])
+                    continue
+                done += 1
                 sent += batch
 
         workers = 4
@@ -125,10 +131,11 @@ async def slow_consumer(broker: Broker, topic: str, seconds: float, out: dict[st
 
     async def produce() -> None:
         nonlocal produced
-        async with Producer(broker.namesrv) as producer:
+        async with Producer(broker.namesrv, send_timeout_s=30) as producer:
             while not stop.is_set():
-                await producer.send_batch([Message(topic, b"s" * 100) for _ in range(500)])
-                produced += 500
+                with contextlib.suppress(TxmqError):
+                    await producer.send_batch([Message(topic, b"s" * 100) for _ in range(500)])
+                    produced += 500
 
     async def sample() -> None:
         while not stop.is_set():
