@@ -46,9 +46,11 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def rss_mib(pid: int) -> float:
+def rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """``VmRSS`` (all resident memory) or ``RssAnon`` (heap: what the broker itself holds, without the
+    page cache of files it maps) of ``pid``, in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -88,6 +90,9 @@ class Broker:
     def rss(self) -> float:
         return round(rss_mib(self.proc.pid), 1)
 
+    def rss_anon(self) -> float:
+        return round(rss_mib(self.proc.pid, "RssAnon"), 1)
+
     def stop(self) -> None:
         self.proc.terminate()
         try:
@@ -121,6 +126,8 @@ async def pending(broker: Broker, topic: str, count: int, out: dict[str, Any]) -
     out["pending"] = {
         "messages": sent, "body_bytes": len(body), "seconds": round(seconds, 1),
         "msgs_per_s": round(sent / seconds), "rss_before_mib": before, "rss_after_mib": broker.rss(),
+        "rss_anon_after_mib": broker.rss_anon(),
+        "rss_bytes_per_pending_message": round((broker.rss() - before) * MiB / max(1, sent)),
     }  # fmt: skip
 
 
