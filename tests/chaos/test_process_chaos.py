@@ -26,6 +26,7 @@ async def test_sigkill_rounds_lose_nothing_acknowledged(
     checker = figures.checker
     assert checker is not None
     assert figures.kills == rounds
+    assert figures.proxy_connections > 0  # routes named the proxy (remoting_advertised_addr), not the broker
     assert figures.acknowledged_by_client["sdk-remoting"] > 0
     assert figures.acknowledged_by_client["sdk-tx"] > 0
     assert figures.acknowledged_by_client["official-grpc"] > 0
