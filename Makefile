@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test install check lint typecheck unit soak bench clean
+.PHONY: run test install check lint typecheck unit soak chaos bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -32,6 +32,12 @@ unit: install
 
 soak: install  ## the deterministic simulation over 10,000 seeds (SOAK_SEEDS, SOAK_BUDGET_S to change)
 	$(BIN)/python -m txmq.testing.soak --seeds $${SOAK_SEEDS:-10000} --budget-s $${SOAK_BUDGET_S:-0}
+
+chaos: install  ## SIGKILL rounds through the fault proxy, long gRPC/HTTP/2/remoting fuzzing, a faulty transfer demo
+	HOME=$$PWD/.venv/home TXMQ_CHAOS_ROUNDS=$${CHAOS_ROUNDS:-20} TXMQ_FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-200} \
+		$(BIN)/python -m pytest -q -p no:cacheprovider tests/chaos tests/fuzz
+	HOME=$$PWD/.venv/home $(BIN)/txmq demo transfer --data-dir $$PWD/.venv/chaos-demo \
+		--transfers $${CHAOS_TRANSFERS:-200} --seed $${CHAOS_SEED:-1} --json
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

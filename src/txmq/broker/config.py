@@ -20,6 +20,9 @@ class BrokerConfig:
     host: str = "127.0.0.1"
     grpc_port: int = 8081
     remoting_port: int = 10911
+    # The remoting address routes name (RocketMQ's brokerIP1): set it when clients reach the broker
+    # through a NAT, a load balancer or a fault proxy; None: the bound host:port.
+    remoting_advertised_addr: str | None = None
     namesrv_port: int = 9876
     namesrv_addr: str | None = None  # register with an external name server instead of the embedded one
     run_namesrv: bool = True
@@ -40,6 +43,8 @@ class BrokerConfig:
     retry_backoff_ms: tuple[int, ...] = field(default=())  # empty: the delay-level schedule 10s 30s 1m ...
     long_polling_ms_default: int = 20_000
     offset_flush_interval_ms: int = 1_000
+    connections_max: int = limits.connections_max
+    grpc_concurrent_rpcs_max: int = limits.grpc_concurrent_rpcs_max
 
     def validate(self) -> BrokerConfig:
         if not 1 <= self.default_queues <= limits.queues_per_topic_max:
@@ -50,6 +55,8 @@ class BrokerConfig:
             raise errors.InvalidArgument("transaction timeout must be >= 0 and the check interval > 0")
         if self.segment_bytes < limits.segment_bytes_min:
             raise errors.InvalidArgument(f"segment size must be at least {limits.segment_bytes_min} bytes")
+        if self.connections_max < 1 or self.grpc_concurrent_rpcs_max < 1:
+            raise errors.InvalidArgument("connections_max and grpc_concurrent_rpcs_max must be at least 1")
         for port in (self.grpc_port, self.remoting_port, self.namesrv_port):
             if not 0 <= port <= 65535:
                 raise errors.InvalidArgument(f"port {port} is out of range")

@@ -65,6 +65,7 @@ class RemotingChannel:
         self._futures: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self.answered = False  # a response arrived: the peer behind this socket really serves
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
@@ -146,6 +147,7 @@ class RemotingChannel:
             if event is NEED_DATA:
                 return True
             if isinstance(event, Response):
+                self.answered = True
                 future = self._futures.get(event.command.opaque)
                 if future is not None and not future.done():
                     future.set_result(event.command)
@@ -231,6 +233,15 @@ class ChannelPool:
             return await self._connect(addr)
 
     async def _connect(self, addr: str) -> RemotingChannel:
+        # A TCP connect that succeeds proves little: a proxy or load balancer in front of a dead broker
+        # accepts and then resets. Only a channel that answered once clears the failure count; one that
+        # died before answering counts as a failure, so reconnects back off instead of spinning.
+        previous = self._channels.pop(addr, None)
+        if previous is not None:
+            if previous.answered:
+                self._failures.pop(addr, None)
+            else:
+                self._failures[addr] = self._failures.get(addr, 0) + 1
         failures = self._failures.get(addr, 0)
         if failures:
             await asyncio.sleep(self._backoff.delay_s(failures - 1, self._rng))
@@ -241,7 +252,6 @@ class ChannelPool:
         except errors.ConnectionError_:
             self._failures[addr] = failures + 1
             raise
-        self._failures.pop(addr, None)
         self._channels[addr] = channel
         if self._on_connect is not None:
             try:

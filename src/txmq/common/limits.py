@@ -67,7 +67,8 @@ transaction_check_batch_max: Final = 1_000  # half messages examined per check r
 
 # Back-pressure
 send_pending_bytes_max: Final = 256 * MiB
-connections_max: Final = 10_000
+connections_max: Final = 10_000  # remoting connections per broker; more are answered SYSTEM_BUSY and closed
+grpc_concurrent_rpcs_max: Final = 10_000  # gRPC calls in progress (long polls, Telemetry streams) at once
 
 
 def validate_limits() -> None:

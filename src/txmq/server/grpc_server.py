@@ -23,6 +23,7 @@ from txmq.protocol.grpc import convert, pb, routes
 from txmq.protocol.grpc.status import status_of
 from txmq.server import grpc_telemetry
 from txmq.server.admin_grpc import admin_handler
+from txmq.server.grpc_decode import messaging_handler
 from txmq.storage.api import ReadStatus
 
 CLIENT_ID_HEADER = "x-mq-client-id"
@@ -345,14 +346,15 @@ async def serve(
     The bound port is ``server.txmq_port``.
     """
     server = grpc.aio.server(
+        maximum_concurrent_rpcs=broker.config.grpc_concurrent_rpcs_max,  # beyond: RESOURCE_EXHAUSTED
         options=[
             ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
             ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
-        ]
+        ],
     )
     bound = server.add_insecure_port(f"{host}:{port}")
     servicer = MessagingServicer(broker, advertised_host or _advertised(host), bound)
-    pb.add_MessagingServiceServicer_to_server(servicer, server)
+    server.add_generic_rpc_handlers((messaging_handler(servicer),))  # undecodable requests: BAD_REQUEST
     server.add_generic_rpc_handlers((admin_handler(broker),))
     await server.start()
     server.txmq_port = bound

@@ -40,16 +40,24 @@ def advertised_host(host: str) -> str:
     return host
 
 
-async def serve_remoting(broker: Broker, host: str, port: int) -> tuple[RemotingServer, RemotingContext]:
-    """The broker's remoting door on ``host:port``; it also answers name-server codes for this broker."""
+async def serve_remoting(
+    broker: Broker,
+    host: str,
+    port: int,
+    *,
+    advertised_addr: str | None = None,
+    connections_max: int | None = None,
+) -> tuple[RemotingServer, RemotingContext]:
+    """The broker's remoting door on ``host:port``; it also answers name-server codes for this broker.
+    Routes name ``advertised_addr`` when given (clients behind a NAT or a proxy), else the bound port."""
     ctx = RemotingContext(broker, "")
     namesrv = NameServer(local=LocalBroker(broker, ""))
 
     async def fallback(request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand | None:
         return await namesrv.handle(request, endpoint)
 
-    server = await serve(host, port, make_handler(ctx, fallback))
-    ctx.advertised_addr = f"{advertised_host(host)}:{server.port}"
+    server = await serve(host, port, make_handler(ctx, fallback), connections_max=connections_max)
+    ctx.advertised_addr = advertised_addr or f"{advertised_host(host)}:{server.port}"
     namesrv.set_local(LocalBroker(broker, ctx.advertised_addr))
     return server, ctx
 
@@ -58,7 +66,10 @@ async def serve_all(broker: Broker, config: BrokerConfig) -> list[Closer]:
     """Start the remoting door, the embedded name server (``run_namesrv``) and the registration loop
     (``namesrv_addr``); returns the closers, to be awaited in reverse order at shutdown."""
     closers: list[Closer] = []
-    server, ctx = await serve_remoting(broker, config.host, config.remoting_port)
+    server, ctx = await serve_remoting(
+        broker, config.host, config.remoting_port, advertised_addr=config.remoting_advertised_addr,
+        connections_max=config.connections_max,
+    )  # fmt: skip
     closers.append(server.close)
     try:
         if config.run_namesrv:

@@ -291,11 +291,30 @@ class RemotingServer:
         await self._server.wait_closed()
 
 
-async def serve(host: str, port: int, handler: Handler) -> RemotingServer:
-    """Listen on ``host:port`` (0 picks a free port); every connection runs ``handler``."""
+def _too_many(limit: int) -> Handler:
+    """The handler of a connection over the limit: every request gets SYSTEM_BUSY, then it is closed."""
+
+    async def refuse(request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand | None:
+        asyncio.get_running_loop().create_task(endpoint.close())  # runs after the answer is queued
+        return make_response(
+            request,
+            ResponseCode.SYSTEM_BUSY,
+            f"too many connections: this broker accepts {limit}; retry later",
+        )
+
+    return refuse
+
+
+async def serve(
+    host: str, port: int, handler: Handler, *, connections_max: int | None = None
+) -> RemotingServer:
+    """Listen on ``host:port`` (0 picks a free port); every connection runs ``handler``. Connections
+    beyond ``connections_max`` are answered SYSTEM_BUSY and closed, instead of exhausting the process."""
     endpoints: set[RemotingEndpoint] = set()
 
     def factory() -> RemotingEndpoint:
+        if connections_max is not None and len(endpoints) >= connections_max:
+            return RemotingEndpoint(_too_many(connections_max))
         endpoint = RemotingEndpoint(handler)
         endpoints.add(endpoint)
         endpoint.add_close_callback(endpoints.discard)

@@ -8,12 +8,11 @@ Node cannot decode without the second).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import zlib
 from typing import Any
 
-from txmq.common import errors
+from txmq.common import errors, limits
 from txmq.common import properties as props
 from txmq.common.message import Message, MessageType, MessageView
 from txmq.protocol.grpc import pb
@@ -84,15 +83,24 @@ def to_message(wire: Any) -> Message:
 
 
 def _gunzip(body: bytes) -> bytes:
-    """GZIP bodies: the Java client compresses with zlib (deflate) despite the enum's name; take both."""
+    """GZIP bodies: the Java client compresses with zlib (deflate) despite the enum's name; take both.
+
+    Decompression stops one byte past the body limit: a few KiB of compressed zeros must not expand
+    into gigabytes of broker memory (a decompression bomb) before the size check rejects them."""
+    limit = limits.body_bytes_max
     try:
-        if body[:2] == b"\x1f\x8b":
-            return gzip.decompress(body)
-        return zlib.decompress(body)
+        wbits = 16 + zlib.MAX_WBITS if body[:2] == b"\x1f\x8b" else zlib.MAX_WBITS
+        inflater = zlib.decompressobj(wbits)
+        out = inflater.decompress(body, limit + 1)
+        if len(out) > limit or inflater.unconsumed_tail:
+            raise errors.MessageTooLarge("the decompressed message body", len(out), limit)
+        if not inflater.eof:
+            raise EOFError("the compressed stream is truncated")
     except (OSError, zlib.error, EOFError) as exc:
         raise errors.InvalidArgument(
             f"the message body is marked GZIP but does not decompress: {exc}"
         ) from None
+    return out
 
 
 # ---- outbound --------------------------------------------------------------------------------
