@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,postgres,bench]'
+	$(BIN)/python -m pip install -q -e '.[dev,postgres,bench,spark]'
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 install: $(STAMP)  ## create .venv and install txmq with its dev tools

@@ -1,0 +1,140 @@
+"""The source's I/O shell: short-lived broker sessions on the driver and on executors.
+
+Executors are stateless (Spark pickles the reader, not its connections): every ``read_range`` opens
+its own transport, pulls one queue's ``[start, end)`` in offset order and closes. The driver side
+(offset planning) opens a session per call for the same reason: the reader object lives in a
+long-running Spark worker whose calls may be minutes apart.
+
+Only committed messages are ever returned, by construction: a transactional message lives as a half
+message in ``RMQ_SYS_TRANS_HALF_TOPIC`` until its commit re-puts it into the real topic, so the queues
+read here never hold a pending or rolled-back message, and offsets stay dense.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
+
+from txmq.client._factory import make_transport
+from txmq.client._transport import BEGINNING, END, PullStatus, Transport, at_timestamp
+from txmq.common import errors, limits
+from txmq.common.message import MessageQueue, MessageView
+from txmq.spark import offsets as off
+from txmq.spark.options import Bound, SourceOptions
+
+log = logging.getLogger("txmq.spark")
+T = TypeVar("T")
+
+
+class DataLoss(errors.OffsetNotFound):
+    """Offsets the query needs are gone (retention deleted them, or the queue was reset)."""
+
+
+def data_loss(opts: SourceOptions, what: str) -> None:
+    """Raise ``DataLoss`` when ``failOnDataLoss`` (the default), else log a warning and go on."""
+    if opts.fail_on_data_loss:
+        raise DataLoss(f"{what}; set failOnDataLoss=false to skip lost messages with a warning")
+    log.warning("txmq source skipped lost messages: %s", what)
+
+
+class Session:
+    """One transport with its own event loop, driven synchronously (Spark calls us from threads)."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self._loop = asyncio.new_event_loop()
+        self.transport: Transport = make_transport(
+            opts.endpoints, opts.transport, request_timeout_s=opts.request_timeout_s
+        )
+        self._queues: dict[off.QueueKey, MessageQueue] = {}
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self._loop.run_until_complete(coro)
+
+    def close(self) -> None:
+        try:
+            self.run(self.transport.close())
+        except errors.TxmqError as exc:
+            log.debug("closing the source's transport: %s", exc)
+        finally:
+            self._loop.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- metadata --------------------------------------------------------------------------------
+    def queues(self) -> list[off.QueueKey]:
+        """Every readable queue of the options' topics, in canonical order."""
+        for topic in self.opts.topics:
+            for mq in self.run(self.transport.route(topic, for_write=False)):
+                self._queues[(mq.topic, mq.queue_id)] = mq
+        return sorted(self._queues)
+
+    def queue(self, key: off.QueueKey) -> MessageQueue:
+        if key not in self._queues:
+            self.queues()
+        if key not in self._queues:
+            raise errors.NotFound(f"topic {key[0]} has no readable queue {key[1]}")
+        return self._queues[key]
+
+    def low_high(self, keys: list[off.QueueKey]) -> tuple[off.Flat, off.Flat]:
+        """Each queue's min offset and max offset (the next offset a new message gets)."""
+        low = {k: self.run(self.transport.resolve_offset(self.queue(k), BEGINNING)) for k in keys}
+        high = {k: self.run(self.transport.resolve_offset(self.queue(k), END)) for k in keys}
+        return low, high
+
+    def resolve(self, bound: Bound, *, missing: int) -> off.Flat:
+        """Concrete offsets of every queue for ``bound`` (timestamps through the broker's time index)."""
+        keys = self.queues()
+        if bound.kind == "timestamp":
+            spec = at_timestamp(bound.timestamp_ms)
+            return {k: self.run(self.transport.resolve_offset(self.queue(k), spec)) for k in keys}
+        low, high = self.low_high(keys)
+        requested = bound.offsets if bound.kind == "offsets" else None
+        if bound.kind == "earliest":
+            missing = off.EARLIEST
+        elif bound.kind == "latest":
+            missing = off.LATEST
+        return off.resolve(requested, keys, low, high, missing=missing)
+
+    # ---- reading ---------------------------------------------------------------------------------
+    def pull_range(self, rng: off.QueueRange) -> Iterator[list[MessageView]]:
+        """Messages of ``rng`` in offset order, one pulled batch at a time (tag filter applied)."""
+        opts = self.opts
+        mq = self.queue((rng.topic, rng.queue_id))
+        offset = rng.start
+        if offset == off.EARLIEST:
+            offset = self.run(self.transport.resolve_offset(mq, BEGINNING))
+        where = f"{rng.topic}/{rng.queue_id}"
+        while offset < rng.end:
+            batch = self.run(
+                self.transport.pull(
+                    opts.group,
+                    mq,
+                    offset,
+                    max_messages=min(opts.pull_batch_size, rng.end - offset),
+                    expression=opts.tags,
+                    long_poll_ms=0,
+                    max_bytes=limits.pull_bytes_max,
+                )
+            )
+            if batch.min_offset > offset:
+                data_loss(opts, f"offsets {offset}..{batch.min_offset - 1} of {where} were deleted")
+                offset = batch.min_offset
+                continue
+            if batch.status is PullStatus.OFFSET_ILLEGAL or (
+                batch.status is PullStatus.NO_NEW_MESSAGE and batch.max_offset < rng.end
+            ):
+                data_loss(opts, f"{where} ends at offset {batch.max_offset}, below the planned {rng.end}")
+                return
+            if batch.next_offset <= offset:
+                raise errors.ProtocolError(f"the broker did not advance {where} past offset {offset}")
+            messages = [m for m in batch.messages if m.queue_offset < rng.end]
+            if messages:
+                yield messages
+            offset = batch.next_offset
