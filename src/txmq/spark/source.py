@@ -161,7 +161,9 @@ class TxmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with Session(self.opts) as session:
             keys = session.queues()
             low, high = session.low_high(keys)
-        latest = dict(high) if self._target is None else {k: self._target.get(k, v) for k, v in high.items()}
+        latest = dict(high)
+        if self._target is not None:  # AvailableNow: stop at what existed when the query started
+            latest = {k: min(v, self._target.get(k, begin.get(k, low[k]))) for k, v in high.items()}
         for key, value in begin.items():
             latest.setdefault(key, value)  # a queue that vanished from the route stays where it was
         baseline = {k: begin.get(k, low.get(k, 0)) for k in latest}  # new queues count from their min

@@ -205,7 +205,10 @@ class TransactionService:
         deliver = decoded.get(props.TIMER_DELIVER_MS)
         if (deliver and deliver.isdigit()) or decoded.get(props.DELAY):
             return self._broker.sender.delayed_from_commit(half, decoded, now_ms)
-        return to_real_topic(half, decoded, sys_flag=SysFlag.TRANSACTION_COMMIT)
+        # the committed message names its transaction, so consumers (the Spark source's transaction_id)
+        # can tell which transaction published it
+        txid = {props.TRANSACTION_ID: self.transaction_id_of(half.physical_offset)}
+        return to_real_topic(half, decoded, sys_flag=SysFlag.TRANSACTION_COMMIT, extra=txid)
 
     def _state_of(self, half_offset: int) -> TxnState:
         watch = self._watched.get(half_offset)

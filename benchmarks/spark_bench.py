@@ -1,0 +1,165 @@
+"""Read throughput of the ``txmq`` Spark source into a no-op sink, on ``local[2]``.
+
+Starts a broker subprocess (async flush), creates a topic with ``--queues`` queues, preloads
+``--messages`` messages of ``--size`` bytes (batch sends, untimed), then:
+
+1. times SparkSession start-up (the JVM) and the first tiny read (the first Python workers) separately;
+2. reads the whole topic ``--rounds`` times into ``format("noop")`` alternating Arrow record batches and
+   Python tuples (A B A B), and prints messages/s for each run and the median per mode;
+3. as a reference, times the same pulls without Spark (one process, queue after queue), to show how much
+   of the cost is the broker and the pull path rather than Spark.
+
+    python benchmarks/spark_bench.py [--messages 200000] [--size 1024] [--queues 4] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from tests.client.broker import BrokerProcess
+from tests.client.conftest import create_topic
+
+from txmq.client import Message, Producer
+from txmq.common.message import MessageQueue
+from txmq.spark import offsets as off
+from txmq.spark import options as opt
+from txmq.spark.fetch import Session
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+async def preload(broker: BrokerProcess, topic: str, n: int, size: int, queues: int) -> float:
+    body = b"x" * size
+    per_batch = max(1, min(1000, (3 * 1024 * 1024) // max(size, 1)))
+    start = time.perf_counter()
+    async with Producer(broker.namesrv, group="spark-bench", send_timeout_s=120) as producer:
+        sent = 0
+        sem = asyncio.Semaphore(2)
+
+        async def one(q: int, count: int) -> None:
+            async with sem:
+                await producer.send_batch(
+                    [Message(topic, body, keys=(f"k{i}",)) for i in range(count)],
+                    queue=MessageQueue(topic, q, "broker-a"),
+                )
+
+        tasks = []
+        i = 0
+        while sent < n:
+            count = min(per_batch, n - sent)
+            tasks.append(one(i % queues, count))
+            sent += count
+            i += 1
+        await asyncio.gather(*tasks)
+    return time.perf_counter() - start
+
+
+def raw_pull(broker: BrokerProcess, topic: str) -> tuple[int, float]:
+    opts = opt.parse({"endpoints": broker.namesrv, "topic": topic}, streaming=False)
+    with Session(opts) as session:
+        keys = session.queues()
+        low, high = session.low_high(keys)
+        start = time.perf_counter()
+        n = 0
+        for key in keys:
+            for batch in session.pull_range(off.QueueRange(key[0], key[1], low[key], high[key])):
+                n += len(batch)
+        return n, time.perf_counter() - start
+
+
+def spark_session() -> Any:
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    )
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    return (
+        SparkSession.builder.master("local[2]")
+        .appName("txmq-spark-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--queues", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--modes", default="arrow,tuples")
+    parser.add_argument("--no-raw", action="store_true", help="skip the pull-without-Spark reference")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = BrokerProcess(Path(tmp), "--flush", "async", "--default-queues", str(args.queues))
+        broker.start()
+        try:
+            topic = "SparkBench"
+            asyncio.run(create_topic(broker, topic, args.queues))
+            took = asyncio.run(preload(broker, topic, args.messages, args.size, args.queues))
+            print(f"preloaded {args.messages} x {args.size} B into {args.queues} queues in {took:.1f} s")
+            if not args.no_raw:
+                n, secs = raw_pull(broker, topic)
+                rate = n / secs
+                print(f"pull without Spark (one process): {n} in {secs:.2f} s = {rate:,.0f} msg/s")
+
+            t0 = time.perf_counter()
+            spark = spark_session()
+            jvm = time.perf_counter() - t0
+            spark.sparkContext.setLogLevel("ERROR")
+            import txmq.spark
+
+            txmq.spark.register(spark)
+            t0 = time.perf_counter()
+            warm = spark.read.format("txmq").option("endpoints", broker.namesrv).option("topic", topic)
+            warm.option("endingOffsets", json.dumps({topic: {"0": 10}})).load().count()
+            first = time.perf_counter() - t0
+            print(f"SparkSession start (JVM): {jvm:.1f} s; first read (Python workers): {first:.1f} s")
+
+            results: dict[str, list[float]] = {}
+            for r in range(args.rounds):
+                for mode in args.modes.split(","):
+                    df = (
+                        spark.read.format("txmq")
+                        .option("endpoints", broker.namesrv)
+                        .option("topic", topic)
+                        .option("arrow", "true" if mode == "arrow" else "false")
+                        .load()
+                    )
+                    t0 = time.perf_counter()
+                    df.write.format("noop").mode("overwrite").save()
+                    secs = time.perf_counter() - t0
+                    rate = args.messages / secs
+                    results.setdefault(mode, []).append(rate)
+                    print(f"round {r + 1} {mode:6s}: {args.messages} in {secs:.2f} s = {rate:,.0f} msg/s")
+            for mode, rates in results.items():
+                print(f"median {mode:6s}: {statistics.median(rates):,.0f} msg/s")
+            print(f"load average at the end: {os.getloadavg()}")
+            spark.stop()
+        finally:
+            broker.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""The stream reader's driver-side calls made directly, as Spark's source worker makes them (no JVM).
+
+These pin what a Spark run can hit only by chance: Spark calls ``initialOffset`` twice on a first
+start, and messages produced between the calls must not be skipped; lost offsets fail or warn.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from tests.client.broker import BrokerProcess
+from tests.spark.conftest import new_topic
+from tests.spark.helpers import produce
+from txmq.spark import offsets as off
+from txmq.spark.fetch import DataLoss
+
+
+@pytest.fixture(scope="module")
+def source() -> Any:
+    from txmq.spark import SparkUnavailable, require_spark
+
+    try:
+        require_spark(need_java=False)
+    except SparkUnavailable as exc:
+        pytest.skip(str(exc))
+    from txmq.spark import source
+
+    return source
+
+
+def _reader(source: Any, broker: BrokerProcess, topic: str, **options: str) -> Any:
+    ds = source.TxmqDataSource({"endpoints": broker.namesrv, "topic": topic, "arrow": "false", **options})
+    return ds.streamReader(source.spark_schema())
+
+
+def _read_all(reader: Any, start: Any, end: Any) -> list[Any]:
+    return [row for part in reader.partitions(start, end) for row in reader.read(part)]
+
+
+def test_latest_is_resolved_once_so_data_between_the_two_initial_calls_is_read(
+    source: Any, spark_broker: BrokerProcess
+) -> None:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    topic = new_topic(spark_broker, queues=2)
+    produce(spark_broker, topic, ["old1", "old2"])
+    reader = _reader(source, spark_broker, topic, startingOffsets="latest")
+    first = reader.initialOffset()
+    produce(spark_broker, topic, ["new1", "new2", "new3"])
+    assert reader.initialOffset() == first
+    end = reader.latestOffset(first, ReadAllAvailable())
+    rows = _read_all(reader, reader.initialOffset(), end)
+    assert sorted(r[6] for r in rows) == [b"new1", b"new2", b"new3"]
+    assert reader.latestOffset(end, ReadAllAvailable()) == end  # nothing new: the very same offsets
+    assert reader.partitions(end, end) == []
+
+
+def test_available_now_never_reads_past_what_existed_when_it_started(
+    source: Any, spark_broker: BrokerProcess
+) -> None:
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    topic = new_topic(spark_broker, queues=2)
+    produce(spark_broker, topic, [f"m{i}" for i in range(6)])
+    reader = _reader(source, spark_broker, topic, startingOffsets="earliest")
+    start = reader.initialOffset()
+    reader.prepareForTriggerAvailableNow()
+    produce(spark_broker, topic, ["late"])
+    seen = 0
+    while (end := reader.latestOffset(start, ReadMaxRows(4))) != start:
+        seen += len(_read_all(reader, start, end))
+        start = end
+    assert seen == 6
+
+
+def test_lost_offsets_fail_the_query_or_are_skipped_with_a_warning(
+    source: Any, spark_broker: BrokerProcess, caplog: pytest.LogCaptureFixture
+) -> None:
+    topic = new_topic(spark_broker, queues=1)
+    produce(spark_broker, topic, ["m0", "m1"])
+    strict = _reader(source, spark_broker, topic)
+    went_back = ({topic: {"0": 5}}, {topic: {"0": 2}})
+    with pytest.raises(DataLoss, match="went back"):
+        strict.partitions(*went_back)
+    # a planned range beyond what the queue holds (it was re-created or truncated)
+    beyond = source.RangePartition(off.QueueRange(topic, 0, 0, 9))
+    with pytest.raises(DataLoss, match="below the planned 9"):
+        list(strict.read(beyond))
+    lenient = _reader(source, spark_broker, topic, failOnDataLoss="false")
+    with caplog.at_level(logging.WARNING, logger="txmq.spark"):
+        assert lenient.partitions(*went_back) == []
+        assert [r[6] for r in lenient.read(beyond)] == [b"m0", b"m1"]
+    assert "skipped lost messages" in caplog.text
+
+
+def test_the_grpc_transport_reads_the_same_rows_as_remoting(source: Any, spark_broker: BrokerProcess) -> None:
+    topic = new_topic(spark_broker, queues=2)
+    produce(spark_broker, topic, [f"g{i}" for i in range(5)], tags="t", keys=("k",))
+
+    def rows(endpoints: str, transport: str) -> list[Any]:
+        ds = source.TxmqDataSource(
+            {"endpoints": endpoints, "transport": transport, "topic": topic, "arrow": "false"}
+        )
+        reader = ds.reader(source.spark_schema())
+        return sorted(row[:7] for part in reader.partitions() for row in reader.read(part))
+
+    over_grpc = rows(spark_broker.grpc, "grpc")
+    assert over_grpc == rows(spark_broker.namesrv, "remoting")
+    assert [r[6] for r in sorted(over_grpc, key=lambda r: r[6])] == [f"g{i}".encode() for i in range(5)]
