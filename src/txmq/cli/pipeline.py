@@ -57,7 +57,9 @@ def _session(master: str, jars: list[str]) -> Any:
 
 @pipeline_app.command("reconcile")
 def reconcile_cmd(
-    debits: Annotated[str, typer.Option(help="producer ledger: sqlite:////abs/a.db or postgresql://user@host/db")],
+    debits: Annotated[
+        str, typer.Option(help="producer ledger: sqlite:////abs/a.db or postgresql://user@host/db")
+    ],
     credits: Annotated[str, typer.Option(help="consumer ledger, same forms")],
     debits_table: Annotated[str, typer.Option(help="table of debits")] = "a_transfers",
     credits_table: Annotated[str, typer.Option(help="table of credits")] = "b_credits",
