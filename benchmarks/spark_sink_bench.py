@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from tests.client.broker import BrokerProcess
 from tests.client.conftest import create_topic
-from tests.spark.topic_reader import read_topic
+from tests.client.topic_reader import read_topic
 
 from txmq.common.message import Message
 from txmq.spark.sink_log import finish_epoch, send_task

@@ -8,10 +8,13 @@ simply never called.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from tests.client.broker import BrokerProcess
-from tests.client.test_producer import read_all
+from tests.client.topic_reader import read_topic_async
 from txmq.cli.admin_client import call
 from txmq.common.message import Message
 from txmq.spark.sink_log import TaskResult, abort_epoch, finish_epoch, read_record, run_resolver, send_task
@@ -24,6 +27,10 @@ def _rows(topic: str, start: int, count: int) -> list[Message]:
 
 def _states(broker: BrokerProcess, result: TaskResult) -> set[str]:
     return {call(broker.grpc, "tx.show", {"id": h.transaction_id})["state"] for h in result.halves}
+
+
+async def _bodies(broker: BrokerProcess, topic: str) -> list[bytes]:
+    return sorted(m.body for m in await read_topic_async(broker.namesrv, topic))
 
 
 async def _wait_states(broker: BrokerProcess, result: TaskResult, state: str) -> None:
@@ -45,8 +52,7 @@ async def test_commit_records_then_replay_is_rolled_back(broker: BrokerProcess, 
     assert await finish_epoch(options, "0", [replay]) is CommitPlan.ROLLBACK_REPLAY
     await _wait_states(broker, replay, "ROLLED_BACK")
     await _wait_states(broker, first, "COMMITTED")
-    got = await read_all(broker, unique, 10)
-    assert sorted(m.body for m in got) == [f"row-{i}".encode() for i in range(5)]
+    assert await _bodies(broker, unique) == [f"row-{i}".encode() for i in range(5)]
     record = await read_record(options)
     assert record.latest_batch == 0
     assert record.markers["0"].tokens == {first.token}
@@ -70,8 +76,7 @@ async def test_driver_died_before_the_marker_then_rerun(broker: BrokerProcess, u
     finally:
         stop.set()
         await resolver
-    got = await read_all(broker, unique, 8)
-    assert sorted(m.body for m in got) == sorted(f"row-{i}".encode() for i in range(8))
+    assert await _bodies(broker, unique) == sorted(f"row-{i}".encode() for i in range(8))
 
 
 async def test_marker_recorded_but_halves_not_ended(broker: BrokerProcess, unique: str) -> None:
@@ -98,8 +103,7 @@ async def test_marker_recorded_but_halves_not_ended(broker: BrokerProcess, uniqu
     finally:
         stop.set()
         await resolver
-    got = await read_all(broker, unique, 3)
-    assert sorted(m.body for m in got) == [b"row-0", b"row-1", b"row-2"]
+    assert await _bodies(broker, unique) == [b"row-0", b"row-1", b"row-2"]
 
 
 async def test_abort_rolls_back_unless_recorded(broker: BrokerProcess, unique: str) -> None:
@@ -111,5 +115,18 @@ async def test_abort_rolls_back_unless_recorded(broker: BrokerProcess, unique: s
     assert await finish_epoch(options, "job-b", done) is CommitPlan.RECORD_AND_COMMIT
     await abort_epoch(options, "job-b", done)  # a commit that failed after recording still completes
     await _wait_states(broker, done[0], "COMMITTED")
-    got = await read_all(broker, unique, 2)
-    assert sorted(m.body for m in got) == [b"row-10", b"row-11"]
+    assert await _bodies(broker, unique) == [b"row-10", b"row-11"]
+
+
+async def test_a_failing_task_rolls_back_what_it_sent(broker: BrokerProcess, unique: str) -> None:
+    options = SinkOptions(broker.namesrv, unique, f"s{unique}")
+
+    def rows() -> Iterator[Message]:
+        yield from _rows(unique, 0, 3)
+        raise ValueError("a bad row")
+
+    with pytest.raises(ValueError, match="a bad row"):
+        await send_task(options, "0", 0, rows())
+    pending = [t for t in call(broker.grpc, "tx.list", {}) if t["producer_group"] == options.group]
+    assert pending == []
+    assert await read_topic_async(broker.namesrv, unique) == []

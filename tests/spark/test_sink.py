@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.client.broker import BrokerProcess
+from tests.client.topic_reader import read_topic
 from tests.conftest import PYTHON, REPO
 from tests.spark.conftest import new_topic
-from tests.spark.topic_reader import read_topic
 from txmq.cli.admin_client import call
 from txmq.client import BlockingProducer, Message
 from txmq.spark.sink_log import run_resolver

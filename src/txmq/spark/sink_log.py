@@ -200,6 +200,8 @@ async def send_task(
         if failure:
             raise failure[0]
     except BaseException:
+        if pending:  # let sends in flight finish, so that every half sent is rolled back here
+            await asyncio.wait(list(pending))
         await _end_all(producer, result.halves, commit=False)
         await producer.close()
         raise

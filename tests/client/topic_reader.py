@@ -13,7 +13,7 @@ from txmq.client._transport import BEGINNING, END, PullStatus
 from txmq.common.message import MessageView
 
 
-async def _read(namesrv: str, topic: str) -> list[MessageView]:
+async def read_topic_async(namesrv: str, topic: str) -> list[MessageView]:
     transport = RemotingTransport(namesrv)
     got: list[MessageView] = []
     try:
@@ -37,4 +37,4 @@ async def _read(namesrv: str, topic: str) -> list[MessageView]:
 
 
 def read_topic(namesrv: str, topic: str) -> list[MessageView]:
-    return asyncio.run(_read(namesrv, topic))
+    return asyncio.run(read_topic_async(namesrv, topic))
