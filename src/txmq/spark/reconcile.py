@@ -93,9 +93,8 @@ def published_ids(
     return df.select(F.expr(id_expr).cast("string").alias("transfer_id"))
 
 
-def discrepancies(debits: DataFrame, credits: DataFrame, published: DataFrame | None = None) -> DataFrame:
-    """One row per (class, transfer id): ``kind, transfer_id, debits, credits, published, debited_amount,
-    credited_amount`` (counts of rows on each side; ``published`` null when the topic was not given)."""
+def _joined(debits: DataFrame, credits: DataFrame, published: DataFrame | None) -> DataFrame:
+    """One row per transfer id with its count (and sum) on each side."""
     d = debits.groupBy("transfer_id").agg(
         F.count("*").alias("debits"), F.sum("amount").alias("debited_amount")
     )
@@ -105,11 +104,13 @@ def discrepancies(debits: DataFrame, credits: DataFrame, published: DataFrame | 
     joined = d.join(c, "transfer_id", "full_outer")
     if published is not None:
         p = published.groupBy("transfer_id").agg(F.count("*").alias("published"))
-        joined = joined.join(p, "transfer_id", "full_outer")
-    else:
-        joined = joined.withColumn("published", F.lit(None).cast("bigint"))
+        return joined.join(p, "transfer_id", "full_outer")
+    return joined.withColumn("published", F.lit(None).cast("bigint"))
+
+
+def _classified(joined: DataFrame, compare_broker: bool) -> DataFrame:
     n_d, n_c, n_p = (F.coalesce(F.col(c), F.lit(0)) for c in ("debits", "credits", "published"))
-    compare_broker = F.lit(published is not None)
+    broker = F.lit(compare_broker)
     rules = [
         (Discrepancy.DEBITED_NOT_CREDITED, (n_d > 0) & (n_c == 0)),
         (Discrepancy.CREDITED_TWICE, n_c > 1),
@@ -118,9 +119,9 @@ def discrepancies(debits: DataFrame, credits: DataFrame, published: DataFrame | 
             Discrepancy.AMOUNT_MISMATCH,
             (n_d > 0) & (n_c > 0) & (F.col("debited_amount") != F.col("credited_amount")),
         ),
-        (Discrepancy.DEBITED_NOT_PUBLISHED, compare_broker & (n_d > 0) & (n_p == 0)),
-        (Discrepancy.PUBLISHED_WITHOUT_DEBIT, compare_broker & (n_p > 0) & (n_d == 0)),
-        (Discrepancy.PUBLISHED_TWICE, compare_broker & (n_p > 1)),
+        (Discrepancy.DEBITED_NOT_PUBLISHED, broker & (n_d > 0) & (n_p == 0)),
+        (Discrepancy.PUBLISHED_WITHOUT_DEBIT, broker & (n_p > 0) & (n_d == 0)),
+        (Discrepancy.PUBLISHED_TWICE, broker & (n_p > 1)),
     ]
     kinds = F.array(*(F.when(rule, F.lit(kind.value)) for kind, rule in rules))
     return (
@@ -132,20 +133,35 @@ def discrepancies(debits: DataFrame, credits: DataFrame, published: DataFrame | 
     )  # fmt: skip
 
 
+def discrepancies(debits: DataFrame, credits: DataFrame, published: DataFrame | None = None) -> DataFrame:
+    """One row per (class, transfer id): ``kind, transfer_id, debits, credits, published, debited_amount,
+    credited_amount`` (counts of rows on each side; ``published`` null when the topic was not given)."""
+    return _classified(_joined(debits, credits, published), published is not None)
+
+
 def reconcile(
     debits: DataFrame, credits: DataFrame, published: DataFrame | None = None, *, examples: int = 5
 ) -> ReconcileReport:
-    """Count each discrepancy class and keep ``examples`` of each (smallest transfer ids)."""
-    found = discrepancies(debits, credits, published).cache()
+    """Count each discrepancy class and keep ``examples`` of each (smallest transfer ids). Each input is
+    read once (the per-id join is cached), which matters for the broker's topic."""
+    joined = _joined(debits, credits, published).cache()
     try:
-        counts = {r["kind"]: int(r["count"]) for r in found.groupBy("kind").count().collect()}
+        totals = joined.agg(
+            *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in ("debits", "credits", "published"))
+        ).first()
+        found = _classified(joined, published is not None)
         ranked = found.withColumn(
             "_rank", F.row_number().over(Window.partitionBy("kind").orderBy("transfer_id"))
-        )
-        sample = [r.asDict() for r in ranked.where(F.col("_rank") <= examples).drop("_rank").collect()]
+        ).withColumn("_count", F.count("*").over(Window.partitionBy("kind")))
+        sample = ranked.where(F.col("_rank") <= max(examples, 1)).collect()
     finally:
-        found.unpersist()
+        joined.unpersist()
+    assert totals is not None  # an aggregate without grouping has exactly one row
+    counts = {r["kind"]: int(r["_count"]) for r in sample}
+    rows = [r.asDict() for r in sample if r["_rank"] <= examples]
+    for row in rows:
+        del row["_rank"], row["_count"]
     return build_report(
-        counts, sample, debits=debits.count(), credits=credits.count(),
-        published=None if published is None else published.count(),
+        counts, rows, debits=int(totals["debits"]), credits=int(totals["credits"]),
+        published=None if published is None else int(totals["published"]),
     )  # fmt: skip

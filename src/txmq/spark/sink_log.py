@@ -26,6 +26,7 @@ from txmq.client import LocalTransactionState, TransactionListener, TransactionP
 from txmq.client._remoting import RemotingTransport
 from txmq.client._transport import PullStatus, TransactionRef, Transport
 from txmq.common import errors, limits, names
+from txmq.common.clock import Clock, SystemClock
 from txmq.common.message import Message, MessageQueue, MessageView
 from txmq.spark.sink_plan import (
     CommitPlan,
@@ -78,12 +79,29 @@ class TaskResult:
 class MarkerLog:
     """The sink's durable record, read incrementally through ``transport``."""
 
-    def __init__(self, transport: Transport, options: SinkOptions) -> None:
+    def __init__(self, transport: Transport, options: SinkOptions, clock: Clock | None = None) -> None:
         self._transport = transport
         self._options = options
+        self._clock = clock or SystemClock()
         self._record = SinkRecord()
         self._next = 0
         self._queue: MessageQueue | None = None
+        self._reading = asyncio.Lock()
+        self._read_at_ms: int | None = None
+
+    async def recent(self, max_age_ms: int = limits.spark_sink_marker_max_age_ms) -> SinkRecord:
+        """The record, re-read only when older than ``max_age_ms``; concurrent callers share one read.
+
+        A stale record is safe for check-back: markers are never removed and are read in order, so a
+        record that shows batch N shows every marker before it; staleness only turns answers into UNKNOWN
+        (asked again later). It matters: thousands of halves past their timeout are checked at once.
+        """
+        async with self._reading:
+            now = self._clock.monotonic_ms()
+            if self._read_at_ms is None or now - self._read_at_ms >= max_age_ms:
+                await self.read()
+                self._read_at_ms = now
+            return self._record
 
     async def _marker_queue(self) -> MessageQueue | None:
         if self._queue is None:
@@ -147,8 +165,12 @@ class SinkCheckListener:
         tag = tag_of(msg.properties)
         if tag is None or tag.sink_id != self._options.sink_id or self._log is None:
             return LocalTransactionState.UNKNOW
-        verdict = verdict_for(tag, await self._log.read())
-        log.info("check-back for %s (epoch %s): %s", msg.transaction_id, tag.epoch, verdict.value)
+        try:
+            verdict = verdict_for(tag, await self._log.recent())
+        except errors.TxmqError as exc:  # the broker asks again later
+            log.warning("cannot read the marker log of sink %s: %s", self._options.sink_id, exc)
+            return LocalTransactionState.UNKNOW
+        log.debug("check-back for %s (epoch %s): %s", msg.transaction_id, tag.epoch, verdict.value)
         return _STATE[verdict]
 
 
