@@ -36,7 +36,7 @@ from tests.client.topic_reader import read_topic
 
 from txmq.common.message import Message
 from txmq.spark.sink_log import finish_epoch, send_task
-from txmq.spark.sink_plan import SinkOptions
+from txmq.spark.sink_plan import parse_sink_options
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,7 +72,7 @@ def spark_write(spark: Any, broker: BrokerProcess, topic: str, rows: int, size: 
 
 
 def sdk_write(broker: BrokerProcess, topic: str, rows: int, size: int, parts: int) -> float:
-    options = SinkOptions(broker.namesrv, topic, "bench")
+    options = parse_sink_options({"endpoints": broker.namesrv, "topic": topic}, streaming=False)
     body = b"x" * size
 
     async def run() -> None:

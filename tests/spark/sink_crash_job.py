@@ -60,7 +60,8 @@ def main() -> None:
     )  # fmt: skip
     query = (
         stream.writeStream.format("txmq_stalling").option("endpoints", namesrv).option("topic", target)
-        .option("checkpointLocation", checkpoint).option("ready", ready).trigger(availableNow=True).start()
+        .option("checkpointLocation", checkpoint).option("ready", ready).option("checkImmunitySeconds", "1")
+        .trigger(availableNow=True).start()
     )  # fmt: skip
     query.awaitTermination()
 

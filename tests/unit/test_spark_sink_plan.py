@@ -95,6 +95,7 @@ def test_options() -> None:
     streaming = parse_sink_options({"endpoints": "h:9876", "checkpointLocation": "/c"}, streaming=True)
     assert streaming.sink_id == default_sink_id("/c")
     assert streaming.topic is None
+    assert streaming.check_immunity_s == 60
     explicit = parse_sink_options(
         {"endpoints": "h:9876", "sinkid": "x", "topic": "t", "checkimmunityseconds": "60"}, streaming=True
     )

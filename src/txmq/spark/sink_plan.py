@@ -231,11 +231,14 @@ def parse_sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOp
                 "a streaming txmq sink needs option sinkId or option checkpointLocation on writeStream"
             )
         sink_id = default_sink_id(checkpoint) if streaming else "batch"
-    immunity = lower.get("checkimmunityseconds", "").strip()
-    if immunity and not immunity.isdigit():
+    # a batch's halves stay pending while it runs; without immunity the broker would check every one of
+    # them once the batch outlives the transaction timeout (6 s by default)
+    default_immunity = str(limits.spark_sink_check_immunity_s_default)
+    immunity = lower.get("checkimmunityseconds", "").strip() or default_immunity
+    if not immunity.isdigit():
         raise errors.InvalidArgument(f"checkImmunitySeconds must be a whole number, not {immunity!r}")
     topic = lower.get("topic", "").strip() or None
-    return SinkOptions(endpoints, topic, sink_id, int(immunity) if immunity else None)
+    return SinkOptions(endpoints, topic, sink_id, int(immunity))
 
 
 # ---- rows ------------------------------------------------------------------------------------------
