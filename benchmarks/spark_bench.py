@@ -6,8 +6,9 @@ Starts a broker subprocess (async flush), creates a topic with ``--queues`` queu
 1. times SparkSession start-up (the JVM) and the first tiny read (the first Python workers) separately;
 2. reads the whole topic ``--rounds`` times into ``format("noop")`` alternating Arrow record batches and
    Python tuples (A B A B), and prints messages/s for each run and the median per mode;
-3. as a reference, times the same pulls without Spark (one process, queue after queue), to show how much
-   of the cost is the broker and the pull path rather than Spark.
+3. as references, times the same pulls without Spark (one process, queue after queue), and the
+   executor-side conversion alone (messages to Arrow batches vs Spark's conversion of tuples), to show
+   how much of the cost is the broker and the pull path rather than Spark.
 
     python benchmarks/spark_bench.py [--messages 200000] [--size 1024] [--queues 4] [--rounds 2]
 """
@@ -79,6 +80,46 @@ def raw_pull(broker: BrokerProcess, topic: str) -> tuple[int, float]:
         return n, time.perf_counter() - start
 
 
+def conversion(n: int, size: int) -> dict[str, float]:
+    """Executor-side cost alone: messages to Arrow batches, ours vs Spark's conversion of tuples (msg/s)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.worker.plan_data_source_read import records_to_arrow_batches
+
+    from txmq.common.message import MessageView
+    from txmq.spark.rows import to_arrow, to_tuple
+    from txmq.spark.source import TxmqDataSource, spark_schema
+
+    schema = spark_schema()
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    views = [
+        MessageView(
+            topic="T",
+            body=b"x" * size,
+            message_id=f"id{i}",
+            queue_id=i % 4,
+            queue_offset=i,
+            commit_log_offset=i * size,
+            born_timestamp_ms=1_700_000_000_000 + i,
+            store_timestamp_ms=1_700_000_000_001 + i,
+            tags="t",
+            keys=(f"k{i}",),
+            properties={"UNIQ_KEY": "x"},
+        )
+        for i in range(n)
+    ]
+    chunks = [views[i : i + 1024] for i in range(0, n, 1024)]
+    t0 = time.perf_counter()
+    for chunk in chunks:
+        to_arrow(chunk, arrow_schema)
+    arrow = n / (time.perf_counter() - t0)
+    source = TxmqDataSource({"endpoints": "x:1", "topic": "T"})
+    t0 = time.perf_counter()
+    for _ in records_to_arrow_batches((to_tuple(v) for v in views), 10_000, schema, source):
+        pass
+    tuples = n / (time.perf_counter() - t0)
+    return {"arrow": arrow, "tuples": tuples}
+
+
 def spark_session() -> Any:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
@@ -123,6 +164,10 @@ def main() -> None:
                 n, secs = raw_pull(broker, topic)
                 rate = n / secs
                 print(f"pull without Spark (one process): {n} in {secs:.2f} s = {rate:,.0f} msg/s")
+
+            conversion(5_000, args.size)  # warm-up: imports, first allocations
+            for mode, rate in conversion(min(args.messages, 50_000), args.size).items():
+                print(f"conversion only (no broker, no JVM), {mode:6s}: {rate:,.0f} msg/s")
 
             t0 = time.perf_counter()
             spark = spark_session()

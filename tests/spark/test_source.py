@@ -94,12 +94,16 @@ class _Decide:
 def test_only_committed_transactional_messages_are_visible(spark: Any, spark_broker: BrokerProcess) -> None:
     topic = new_topic(spark_broker, queues=2)
     with BlockingTransactionProducer("spark-tx", _Decide(), spark_broker.namesrv) as producer:
+        txids = {}
         for body in ["c1", "r1", "p1", "c2", "r2", "p2", "c3"]:
-            producer.send_message_in_transaction(Message(topic, body.encode(), transactional=True))
+            message = Message(topic, body.encode(), transactional=True)
+            result, _ = producer.send_message_in_transaction(message)
+            txids[body] = result.transaction_id
         produce(spark_broker, topic, ["plain"])
         rows = _batch(spark, spark_broker, topic).collect()
         assert sorted(bytes(r.body).decode() for r in rows) == ["c1", "c2", "c3", "plain"]
-        assert all(r.transaction_id for r in rows if bytes(r.body).startswith(b"c"))
+        shown = {bytes(r.body).decode(): r.transaction_id for r in rows}
+        assert shown == {"c1": txids["c1"], "c2": txids["c2"], "c3": txids["c3"], "plain": None}
 
 
 def test_stream_to_parquet_survives_stops_and_restarts_exactly_once(

@@ -11,7 +11,6 @@ twice would silently skip what arrived in between, so the first answer is cached
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -46,8 +45,6 @@ from txmq.spark import schema as sch
 from txmq.spark.fetch import Session, data_loss
 from txmq.spark.rows import to_arrow, to_tuple
 from txmq.spark.sink import SinkMixin
-
-log = logging.getLogger("txmq.spark")
 
 _TYPES: dict[str, DataType] = {
     "string": StringType(),
