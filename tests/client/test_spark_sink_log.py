@@ -8,6 +8,8 @@ simply never called.
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +17,7 @@ import pytest
 
 from tests.client.broker import BrokerProcess
 from tests.client.topic_reader import read_topic_async
+from tests.conftest import PYTHON, subprocess_env
 from txmq.cli.admin_client import call
 from txmq.common.message import Message
 from txmq.spark.sink_log import TaskResult, abort_epoch, finish_epoch, read_record, run_resolver, send_task
@@ -93,16 +96,21 @@ async def test_marker_recorded_but_halves_not_ended(broker: BrokerProcess, uniqu
         await marker_log.append(producer, Marker(options.sink_id, "7", frozenset({sent.token}), 3))
     finally:
         await producer.close()  # "crash": no END_TRANSACTION sent
-    stop = asyncio.Event()
-    resolver = asyncio.get_running_loop().create_task(run_resolver(options, stop))
+    resolver = subprocess.Popen(  # `txmq pipeline resolve`, the operator's resolver, answers the checks
+        [PYTHON, "-m", "txmq", "pipeline", "resolve", "--sink-id", options.sink_id,
+         "--endpoints", broker.namesrv],
+        env=subprocess_env(broker.home), stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
     try:
+        assert resolver.stdout is not None
+        assert "resolving check-backs" in resolver.stdout.readline()
         await _wait_states(broker, sent, "COMMITTED")
         replay = await send_task(options, "7", 1, _rows(unique, 0, 3))
         assert await finish_epoch(options, "7", [replay]) is CommitPlan.ROLLBACK_REPLAY
         await _wait_states(broker, replay, "ROLLED_BACK")
     finally:
-        stop.set()
-        await resolver
+        resolver.send_signal(signal.SIGTERM)
+        assert resolver.wait(timeout=30) == 0
     assert await _bodies(broker, unique) == [b"row-0", b"row-1", b"row-2"]
 
 
