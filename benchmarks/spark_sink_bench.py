@@ -1,12 +1,13 @@
 """Write throughput of the exactly-once ``txmq`` Spark sink, 1 KB rows, on ``local[2]``.
 
 Starts a broker subprocess (``--flush`` async by default, as the source benchmark), then alternates
-(A B A B) two ways of getting ``--rows`` rows of ``--size`` bytes committed into a topic:
+(A B C A B C) three ways of getting ``--rows`` rows of ``--size`` bytes committed into a topic:
 
 * ``spark``: ``df.write.format("txmq")`` on a DataFrame of ``--partitions`` partitions (executor tasks
   send half messages, the driver records the job's marker and commits every half);
 * ``sdk``: the same executor and driver steps (:mod:`txmq.spark.sink_log`) called directly in one
-  process, ``--partitions`` tasks concurrently: what the sink costs without Spark.
+  process, ``--partitions`` tasks concurrently: what the sink costs without Spark;
+* ``plain``: ordinary non-transactional sends of the same rows (256 in flight): the broker's baseline.
 
 Every run's rows are counted back from the broker (must equal ``--rows``). SparkSession start-up and a
 first tiny write (Python workers starting) are timed separately and excluded.
@@ -34,6 +35,7 @@ from tests.client.broker import BrokerProcess
 from tests.client.conftest import create_topic
 from tests.client.topic_reader import read_topic
 
+from txmq.client import Producer
 from txmq.common.message import Message
 from txmq.spark.sink_log import finish_epoch, send_task
 from txmq.spark.sink_plan import parse_sink_options
@@ -92,6 +94,25 @@ def sdk_write(broker: BrokerProcess, topic: str, rows: int, size: int, parts: in
     return time.perf_counter() - start
 
 
+def plain_write(broker: BrokerProcess, topic: str, rows: int, size: int) -> float:
+    """Reference: the same rows as ordinary (non-transactional) sends, 256 in flight, one process."""
+    body = b"x" * size
+
+    async def run() -> None:
+        async with Producer(broker.namesrv, group="bench-plain") as producer:
+            slots = asyncio.Semaphore(256)
+
+            async def one(i: int) -> None:
+                async with slots:
+                    await producer.send(Message(topic, body, keys=(str(i),)))
+
+            await asyncio.gather(*(one(i) for i in range(rows)))
+
+    start = time.perf_counter()
+    asyncio.run(run())
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=20_000)
@@ -103,7 +124,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="spark-sink-bench-"))
     broker = BrokerProcess(root, "--flush", args.flush)
     broker.start()
-    results: dict[str, list[float]] = {"spark": [], "sdk": []}
+    results: dict[str, list[float]] = {"spark": [], "sdk": [], "plain": []}
     try:
         t0 = time.perf_counter()
         spark = session()
@@ -114,15 +135,17 @@ def main() -> None:
         spark_write(spark, broker, warm_topic, 10, args.size, args.partitions)
         first = time.perf_counter() - t0
         for rnd in range(args.rounds):
-            for mode in ("spark", "sdk"):
+            for mode in ("spark", "sdk", "plain"):
                 topic = f"bench_{mode}_{rnd}"
                 asyncio.run(create_topic(broker, topic, 4))
                 if mode == "spark":
                     elapsed = spark_write(spark, broker, topic, args.rows, args.size, args.partitions)
-                else:
+                elif mode == "sdk":
                     elapsed = sdk_write(broker, topic, args.rows, args.size, args.partitions)
+                else:
+                    elapsed = plain_write(broker, topic, args.rows, args.size)
                 count = len(read_topic(broker.namesrv, topic))
-                expected = args.rows if mode == "spark" else (args.rows // args.partitions) * args.partitions
+                expected = args.rows if mode != "sdk" else (args.rows // args.partitions) * args.partitions
                 assert count == expected, f"{mode}: {count} rows visible, expected {expected}"
                 results[mode].append(expected / elapsed)
                 print(
