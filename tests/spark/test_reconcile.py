@@ -94,6 +94,7 @@ def test_reconcile_finds_each_planted_discrepancy(
 
 
 @pytest.mark.postgres
+@pytest.mark.slow  # a second JVM: the CLI starts its own SparkSession with the JDBC jar
 def test_cli_reconcile_postgres_json_and_exit_codes(spark_broker: BrokerProcess, tmp_path: Path) -> None:
     psycopg2 = pytest.importorskip("psycopg2")
     if not os.path.exists("/usr/share/java/postgresql.jar"):

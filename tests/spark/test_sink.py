@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.client.broker import BrokerProcess
 from tests.client.topic_reader import read_topic
 from tests.conftest import PYTHON, REPO
@@ -42,6 +44,7 @@ def _pending(broker: BrokerProcess, group: str) -> list[dict[str, Any]]:
     return [t for t in call(broker.grpc, "tx.list", {}) if t["producer_group"] == group]
 
 
+@pytest.mark.slow
 def test_query_killed_before_commit_then_rerun_and_replay(
     spark: Any, spark_broker: BrokerProcess, tmp_path: Path
 ) -> None:
