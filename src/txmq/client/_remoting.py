@@ -394,6 +394,24 @@ class RemotingTransport:
         self, ref: TransactionRef, *, producer_group: str, commit: bool | None, from_check: bool
     ) -> None:
         """Oneway END_TRANSACTION, as 4.x clients send it; a lost one is repaired by check-back."""
+        addr, ext = await self._end_request(ref, producer_group, commit, from_check)
+        channel = await self._pool.get(addr)
+        await channel.oneway(RequestCode.END_TRANSACTION, ext)
+
+    async def end_transaction_acked(
+        self, ref: TransactionRef, *, producer_group: str, commit: bool | None, from_check: bool
+    ) -> None:
+        """END_TRANSACTION as a request the broker answers once the decision is stored.
+
+        A oneway decision still being handled when its connection closes is cancelled by the broker, so
+        a client that ends many transactions and then disconnects (the Spark sink's driver) uses this.
+        """
+        addr, ext = await self._end_request(ref, producer_group, commit, from_check)
+        await self._call_ok(addr, RequestCode.END_TRANSACTION, ext)
+
+    async def _end_request(
+        self, ref: TransactionRef, producer_group: str, commit: bool | None, from_check: bool
+    ) -> tuple[str, dict[str, str]]:
         offset = ref.commit_log_offset
         if offset < 0 and ref.offset_message_id:
             parsed = msgid.parse_offset_message_id(ref.offset_message_id)
@@ -404,8 +422,7 @@ class RemotingTransport:
             topic=ref.topic, from_transaction_check=from_check, transaction_id=ref.transaction_id,
         )  # fmt: skip
         mq = await self._any_mq(ref.topic)
-        channel = await self._pool.get(await self._addr(mq))
-        await channel.oneway(RequestCode.END_TRANSACTION, header.to_ext_fields())
+        return await self._addr(mq), header.to_ext_fields()
 
     # ---- offset consuming ---------------------------------------------------------------------------
     async def pull(

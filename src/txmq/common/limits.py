@@ -65,6 +65,14 @@ transaction_check_interval_ms_default: Final = 30_000
 transaction_check_max_default: Final = 15
 transaction_check_batch_max: Final = 1_000  # half messages examined per check round
 
+# Spark sink (txmq.spark.sink)
+spark_sink_sends_in_flight: Final = 256  # half messages one executor task has on the wire at once
+spark_sink_ends_in_flight: Final = 512  # END_TRANSACTIONs the driver's commit has on the wire at once
+spark_sink_id_len_max: Final = 40  # longer (or non-name) sink ids are hashed into the marker topic name
+spark_sink_tokens_max: Final = 100_000  # task attempts one batch's marker may name
+spark_sink_check_immunity_s_default: Final = 60  # a batch's halves are not checked back sooner
+spark_sink_marker_max_age_ms: Final = 500  # check-back answers from a marker log read at most this old
+
 # Back-pressure
 send_pending_bytes_max: Final = 256 * MiB
 connections_max: Final = 10_000  # remoting connections per broker; more are answered SYSTEM_BUSY and closed

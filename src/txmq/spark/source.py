@@ -44,6 +44,7 @@ from txmq.spark import options as opt
 from txmq.spark import schema as sch
 from txmq.spark.fetch import Session, data_loss
 from txmq.spark.rows import to_arrow, to_tuple
+from txmq.spark.sink import SinkMixin
 
 _TYPES: dict[str, DataType] = {
     "string": StringType(),
@@ -93,8 +94,10 @@ def _check_schema(schema: StructType) -> None:
         )
 
 
-class TxmqDataSource(DataSource):
-    """``spark.read.format("txmq")`` / ``spark.readStream.format("txmq")``; options in ``options.py``."""
+class TxmqDataSource(SinkMixin, DataSource):
+    """``spark.read.format("txmq")`` / ``spark.readStream.format("txmq")``; options in ``options.py``.
+
+    The writer (``df.write`` / ``writeStream``) comes from :class:`txmq.spark.sink.SinkMixin`."""
 
     @classmethod
     def name(cls) -> str:
