@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.integration.remoting_support import RunningBroker, broker_process, send
+from txmq.cli import admin_client
 from txmq.protocol.remoting.bodies import HeartbeatData
 from txmq.protocol.remoting.codes import (
     TRANSACTION_COMMIT_TYPE,
@@ -115,3 +116,52 @@ async def _check_for(checks: asyncio.Queue[RemotingCommand], unique_key: str) ->
         check = await checks.get()
         if decode_message(check.body)[0].properties.get("UNIQ_KEY") == unique_key:
             return check
+
+
+async def test_regression_oneway_decisions_survive_the_producer_disconnecting(broker: RunningBroker) -> None:
+    """A 4.x producer sends END_TRANSACTION oneway and may close its connection right after. The broker
+    used to cancel the handlers still running when the connection closed, so those decisions were lost
+    (and with the producer gone, no check-back could repair them)."""
+    producer = await connect(broker.host, broker.remoting_port)
+    tx_props = {"TRAN_MSG": "true", "PGROUP": "PGT"}
+    bodies = [b"gone-%03d" % i for i in range(128)]
+    replies = [
+        await send(
+            producer,
+            "RemTxGone",
+            body,
+            {**tx_props, "UNIQ_KEY": f"G{i}"},
+            sys_flag=4,
+            group="PGT",
+            queue_id=i % 4,
+        )
+        for i, body in enumerate(bodies)
+    ]
+    assert all(r.code == ResponseCode.SUCCESS for r in replies)
+    for i, reply in enumerate(replies):
+        fields = end_fields(reply, TRANSACTION_COMMIT_TYPE, msg_id=f"G{i}")
+        fields["topic"] = "RemTxGone"
+        producer.oneway(RequestCode.END_TRANSACTION, fields)
+    await producer.close()  # at once: the decisions are still being stored
+
+    reader = await connect(broker.host, broker.remoting_port)
+    try:
+        for _ in range(200):
+            if await pull_bodies(reader, "RemTxGone") == bodies:
+                break
+            await asyncio.sleep(0.05)
+        assert await pull_bodies(reader, "RemTxGone") == bodies
+        # the broker's own record agrees: none of them is still pending (a cancelled handler wrote the
+        # commit but not its state, so a later check-back could have committed the message twice)
+        ours = {reply.ext_fields["transactionId"] for reply in replies}
+        for _ in range(200):
+            listed = await asyncio.to_thread(
+                admin_client.call, f"{broker.host}:{broker.grpc_port}", "tx.list", {}
+            )
+            pending = [row for row in listed if row["transaction_id"] in ours]
+            if not pending:
+                break
+            await asyncio.sleep(0.05)
+        assert [(row["transaction_id"], row["state"]) for row in pending] == []
+    finally:
+        await reader.close()

@@ -403,8 +403,8 @@ class RemotingTransport:
     ) -> None:
         """END_TRANSACTION as a request the broker answers once the decision is stored.
 
-        A oneway decision still being handled when its connection closes is cancelled by the broker, so
-        a client that ends many transactions and then disconnects (the Spark sink's driver) uses this.
+        A client that must know its decisions are stored before it moves on (the Spark sink's driver
+        records a batch, then ends its halves) uses this instead of the oneway form.
         """
         addr, ext = await self._end_request(ref, producer_group, commit, from_check)
         await self._call_ok(addr, RequestCode.END_TRANSACTION, ext)

@@ -9,7 +9,10 @@
   ``transport.write``;
 * our own requests wait on futures matched by opaque (``request``), or go out ``oneway``;
 * a malformed frame closes that connection with a logged reason and nothing else;
-* reading pauses while too many requests of this connection are being handled (back-pressure).
+* reading pauses while too many requests of this connection are being handled (back-pressure);
+* when the connection closes, requests already received still run to the end (a oneway END_TRANSACTION
+  sent just before a producer disconnects is a decision like any other); only long-polling pulls, which
+  merely wait on the peer's behalf, are cancelled.
 
 ``connect(host, port, handler=...)`` opens a client endpoint; ``serve(host, port, handler)`` a server.
 A handler is ``async (request, endpoint) -> response | None`` (None for oneway requests).
@@ -24,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from txmq.common import errors
-from txmq.protocol.remoting.codes import LanguageCode, ResponseCode
+from txmq.protocol.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.protocol.remoting.connection import (
     NEED_DATA,
@@ -41,6 +44,9 @@ Handler = Callable[[RemotingCommand, "RemotingEndpoint"], Awaitable[RemotingComm
 
 _HANDLING_MAX: Final = 4096  # requests of one connection handled at once before reading pauses
 _HANDLING_RESUME: Final = _HANDLING_MAX // 2
+# requests whose handlers only wait for the peer (long polls): cancelled when the peer goes away. Every
+# other handler finishes: cancelling one mid-way could leave a write stored but its bookkeeping undone.
+_CANCELLED_ON_CLOSE: Final = frozenset({RequestCode.PULL_MESSAGE, RequestCode.POP_MESSAGE})
 
 
 class RemotingEndpoint(asyncio.Protocol):
@@ -55,6 +61,7 @@ class RemotingEndpoint(asyncio.Protocol):
         self._flush_scheduled = False
         self._waiting: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._long_polls: set[asyncio.Task[None]] = set()  # the subset cancelled on close
         self._reading_paused = False
         self._closed = False
         self._close_callbacks: list[Callable[[RemotingEndpoint], None]] = []
@@ -96,7 +103,7 @@ class RemotingEndpoint(asyncio.Protocol):
             if not future.done():
                 future.set_exception(errors.ConnectionError_(f"connection to {self.peer} closed"))
         self._waiting.clear()
-        for task in list(self._tasks):
+        for task in list(self._long_polls):
             task.cancel()
         for callback in self._close_callbacks:
             try:
@@ -131,6 +138,8 @@ class RemotingEndpoint(asyncio.Protocol):
             return
         task = self._loop.create_task(self._handle(request, self._handler))
         self._tasks.add(task)
+        if request.code in _CANCELLED_ON_CLOSE:
+            self._long_polls.add(task)
         task.add_done_callback(self._task_done)
         if len(self._tasks) >= _HANDLING_MAX and not self._reading_paused and self._transport is not None:
             self._reading_paused = True
@@ -138,6 +147,7 @@ class RemotingEndpoint(asyncio.Protocol):
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
+        self._long_polls.discard(task)
         if self._reading_paused and len(self._tasks) <= _HANDLING_RESUME and self._transport is not None:
             self._reading_paused = False
             self._transport.resume_reading()
