@@ -107,6 +107,30 @@ async def test_rabbitmq_quorum() -> None:
     await _check_consume(driver)
 
 
+async def test_txmq_sync_private_broker() -> None:
+    """The native door with sync flush: plain, batched, transactional and consumed, one broker each."""
+    driver = make_driver("txmq-sync")
+    info = driver.describe()
+    assert info.fsync_before_ack
+    assert "remoting" in info.client
+    await _check_produce(driver, "single-1")
+    await _check_produce(driver, "batch-100-q16")
+    await _check_produce(driver, "tx-8")
+    await _check_e2e(driver)
+    await _check_consume(driver)
+    assert driver.server_pids() == []  # the private broker was stopped
+
+
+async def test_txmq_grpc_and_async_flush() -> None:
+    grpc = make_driver("txmq-grpc")
+    assert "gRPC" in grpc.describe().client
+    await _check_produce(grpc, "batch-100")
+    await _check_consume(grpc)
+    relaxed = make_driver("txmq-async")
+    assert not relaxed.describe().fsync_before_ack
+    await _check_produce(relaxed, "async-256")
+
+
 def test_compare_cli_with_a_registered_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The path the lead uses to add txmq: register a driver, then name it in --systems."""
     pytest.importorskip("matplotlib", reason="the bench extra (matplotlib) is not installed")
