@@ -84,3 +84,12 @@ def _txmq(flush: str, transport: str) -> DriverFactory:
 register_driver("txmq-sync", _txmq("sync", "remoting"), "txmq, private broker, flush sync, SDK over remoting")
 register_driver("txmq-async", _txmq("async", "remoting"), "txmq, private broker, flush async, SDK, remoting")
 register_driver("txmq-grpc", _txmq("sync", "grpc"), "txmq, private broker, flush sync, SDK over gRPC v2")
+
+
+def _disk() -> Driver:
+    from benchmarks.harness.drivers.disk import DiskGroupCommitDriver
+
+    return DiskGroupCommitDriver()
+
+
+register_driver("disk-groupcommit", _disk, "reference: raw write + fdatasync group commit, no broker")

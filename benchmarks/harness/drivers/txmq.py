@@ -27,9 +27,11 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import sys
 import tempfile
 import time
+from asyncio.subprocess import PIPE
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -60,7 +62,10 @@ _READY = "txmq broker ready on"
 _START_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 15.0
 _LONG_POLL_MS = 50
-_EMPTY_WAIT_S = 0.02
+_CHECKOUT = Path(__file__).resolve().parents[3]  # holds benchmarks/ (for the producer workers)
+LENGTH = struct.Struct(">I")
+READY = b"R"
+OK = b"\x00"
 
 
 def _free_port() -> int:
@@ -93,9 +98,10 @@ class _CommitAtOnce:
         return LocalTransactionState.COMMIT_MESSAGE
 
 
-# The SDK awaits coroutine listener methods directly (no thread-pool hop, so the local transaction
-# costs ~nothing); the TransactionListener protocol only spells out the blocking form.
-_LISTENER = cast(TransactionListener, _CommitAtOnce())
+def listener() -> TransactionListener:
+    """The SDK awaits coroutine listener methods directly (no thread-pool hop, so the local
+    transaction costs ~nothing); the TransactionListener protocol only spells out the blocking form."""
+    return cast(TransactionListener, _CommitAtOnce())
 
 
 class _TxmqProducer:
@@ -117,6 +123,61 @@ class _TxmqProducer:
 
     async def close(self) -> None:
         await self._producer.close()
+
+
+class _ProcessProducer:
+    """A producer running in a ``txmq_worker`` subprocess; one request at a time (tx-8 keeps one)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self._proc = proc
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def start(cls, endpoint: str, transport: str, group: str, transactional: bool) -> _ProcessProducer:
+        env = dict(os.environ)
+        root = _CHECKOUT
+        env["PYTHONPATH"] = os.pathsep.join([str(_src_dir()), str(root), env.get("PYTHONPATH", "")])
+        args = [sys.executable, "-m", "benchmarks.harness.drivers.txmq_worker", endpoint, transport, group]
+        proc = await asyncio.create_subprocess_exec(
+            *args, "1" if transactional else "0", stdin=PIPE, stdout=PIPE, env=env, cwd=root
+        )
+        producer = cls(proc)
+        assert proc.stdout is not None
+        try:
+            ready = await asyncio.wait_for(proc.stdout.readexactly(1), _START_TIMEOUT_S)
+        except (asyncio.IncompleteReadError, TimeoutError):
+            ready = b""
+        if ready != READY:
+            await producer.close()
+            raise RuntimeError(f"the producer worker for {group} did not start")
+        return producer
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    async def send(self, queue: int, payloads: Sequence[bytes]) -> None:
+        stdin, stdout = self._proc.stdin, self._proc.stdout
+        assert stdin is not None
+        assert stdout is not None
+        async with self._lock:
+            for payload in payloads:
+                stdin.write(LENGTH.pack(len(payload)) + payload)
+                answer = await stdout.readexactly(1)
+                if answer != OK:
+                    (size,) = LENGTH.unpack(await stdout.readexactly(LENGTH.size))
+                    raise RuntimeError((await stdout.readexactly(size)).decode(errors="replace"))
+
+    async def close(self) -> None:
+        if self._proc.returncode is not None:
+            return
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        try:
+            await asyncio.wait_for(self._proc.wait(), _STOP_TIMEOUT_S)
+        except TimeoutError:
+            self._proc.kill()
+            await self._proc.wait()
 
 
 class _TxmqConsumer:
@@ -158,6 +219,7 @@ class TxmqDriver:
         self._ports = (0, 0, 0)  # gRPC, remoting, name server
         self._workload: Workload | None = None
         self._queues: list[MessageQueue] = []
+        self._workers: list[_ProcessProducer] = []
 
     @property
     def system(self) -> str:
@@ -212,6 +274,20 @@ class TxmqDriver:
         await self._wait_ready(log)
         await asyncio.to_thread(self._create_topic, workload.queues)
         self._queues = await self._route(workload.queues)
+        if workload.producers > 1:  # started together here, outside the measurement, not one by one
+            started = await asyncio.gather(
+                *(
+                    _ProcessProducer.start(
+                        self._endpoint(), self._transport, f"bench-p{i}", workload.transactional
+                    )
+                    for i in range(workload.producers)
+                ),
+                return_exceptions=True,
+            )
+            self._workers = [w for w in started if isinstance(w, _ProcessProducer)]
+            for outcome in started:
+                if isinstance(outcome, BaseException):
+                    raise outcome  # teardown stops the workers that did start
 
     async def _wait_ready(self, log: Path) -> None:
         assert self._proc is not None
@@ -253,11 +329,13 @@ class TxmqDriver:
     # ---- clients --------------------------------------------------------------------------------------
     async def producer(self, index: int) -> Producer:
         assert self._workload is not None
+        if self._workers:
+            return self._workers[index]
         window = max(self._workload.in_flight * 2, 64)
         client: SdkProducer
         if self._workload.transactional:
             client = TransactionProducer(
-                f"bench-tx-{index}", _LISTENER, self._endpoint(), transport=self._transport,
+                f"bench-tx-{index}", listener(), self._endpoint(), transport=self._transport,
                 max_in_flight=window,
             )  # fmt: skip
         else:
@@ -280,10 +358,16 @@ class TxmqDriver:
         client.assign(mine)
         return _TxmqConsumer(client, mine)
 
+    def client_pids(self) -> list[int]:
+        """Producer worker processes (their CPU is the client's too)."""
+        return [worker.pid for worker in self._workers]
+
     def server_pids(self) -> list[int]:
         return [self._proc.pid] if self._proc is not None and self._proc.returncode is None else []
 
     async def teardown(self) -> None:
+        for worker in self._workers:  # normally closed by the runner already; close() is idempotent
+            await worker.close()
         if self._proc is not None:
             if self._proc.returncode is None:
                 self._proc.send_signal(signal.SIGTERM)
@@ -297,3 +381,4 @@ class TxmqDriver:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
         self._queues = []
+        self._workers = []
