@@ -21,7 +21,9 @@ from rich.console import Console
 if TYPE_CHECKING:
     from benchmarks.harness.workload import Workload
 
-DEFAULT_SYSTEMS = "redis-always,redis-everysec,rabbitmq-quorum,rabbitmq-classic,nats-file"
+DEFAULT_SYSTEMS = (
+    "txmq-sync,txmq-async,redis-always,redis-everysec,rabbitmq-quorum,rabbitmq-classic,nats-file"
+)
 DEFAULT_WORKLOADS = "batch-100,single-1,async-256,tx-8,e2e-500,consume-256"
 T = TypeVar("T")
 
@@ -177,9 +179,25 @@ def report_command(
     draw_chart(rows, directory / "compare.png", base)
 
 
+def goals_command(
+    directory: Annotated[Path, typer.Argument(help="a directory holding compare.json")],
+) -> None:
+    """Issue 8's goals, goal by goal, from a saved compare.json: txmq's ratio to each peer, met or not."""
+    ensure_harness_importable()
+    import json
+
+    from benchmarks.harness.compare import summarize
+    from benchmarks.harness.goals import judge_all, markdown
+
+    document = json.loads((directory / "compare.json").read_text())
+    rows = summarize(document["runs"], str(document["baseline"]))
+    print(markdown(judge_all(rows)))
+
+
 def register(app: typer.Typer) -> None:
     bench = typer.Typer(help="Benchmarks: txmq against Redis Streams, RabbitMQ, NATS JetStream.")
     bench.command("compare")(compare_command)
     bench.command("list")(list_command)
     bench.command("report")(report_command)
+    bench.command("goals")(goals_command)
     app.add_typer(bench, name="bench")
