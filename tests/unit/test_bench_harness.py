@@ -164,6 +164,10 @@ def test_compare_cli_with_a_registered_driver(tmp_path: Path, monkeypatch: pytes
     again = CliRunner().invoke(app, ["bench", "report", str(tmp_path), "--baseline", "memory-notx"])
     assert again.exit_code == 0, again.output
     assert "ratios vs memory-notx" in again.output
+    table = CliRunner().invoke(app, ["bench", "report", str(tmp_path), "--markdown"])
+    assert table.exit_code == 0, table.output
+    assert "| single-1 | memory | " in table.output
+    assert "| tx-8 | memory-notx | n/a: transactions disabled |" in table.output
 
 
 def test_compare_cli_rejects_unknown_names(tmp_path: Path) -> None:

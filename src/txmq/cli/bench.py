@@ -164,17 +164,21 @@ def list_command() -> None:
 def report_command(
     directory: Annotated[Path, typer.Argument(help="a directory holding compare.json")],
     baseline: Annotated[str | None, typer.Option(help="system the ratios divide by")] = None,
+    markdown: Annotated[bool, typer.Option(help="print a Markdown table (for a results README)")] = False,
 ) -> None:
     """Re-summarize a saved compare.json (e.g. with another baseline); redraw compare.png."""
     ensure_harness_importable()
     import json
 
     from benchmarks.harness.compare import summarize
-    from benchmarks.harness.report import draw_chart, render_table
+    from benchmarks.harness.report import draw_chart, render_markdown, render_table
 
     document = json.loads((directory / "compare.json").read_text())
     base = baseline or str(document["baseline"])
     rows = summarize(document["runs"], base)
+    if markdown:
+        print(render_markdown(rows, base))
+        return
     _console().print(render_table(rows, base, title=str(document.get("command", ""))))
     draw_chart(rows, directory / "compare.png", base)
 
