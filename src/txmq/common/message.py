@@ -156,6 +156,9 @@ class MessageView:
     born_host: str = ""
     store_host: str = ""
     store_size: int = 0
+    # The stored ``k\x01v\x02`` bytes that ``properties`` decodes, when the view was made from a record
+    # as is: the remoting pull path writes them verbatim instead of encoding every property again.
+    raw_properties: bytes | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         return (

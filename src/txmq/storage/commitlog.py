@@ -21,13 +21,21 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from txmq.common.clock import Clock
-from txmq.common.errors import DiskFull, InvalidOffset, MessageTooLarge, StorageError, StoreFenced
+from txmq.common.errors import (
+    CorruptRecord,
+    DiskFull,
+    InvalidOffset,
+    MessageTooLarge,
+    StorageError,
+    StoreFenced,
+)
 from txmq.common.invariant import invariant
 from txmq.storage import codec
 from txmq.storage.api import AppendResult, StoredRecord
 from txmq.storage.segment import Segment, SegmentList
 
 _READ_AHEAD_BYTES = 4096
+_SPAN_BYTES_MAX = 1 << 20  # one pread covers records of a pull up to this far apart
 
 
 class DispatchEntry(NamedTuple):
@@ -268,6 +276,43 @@ class CommitLog:
         if size > len(data):
             data = segment.handle.read_at(pos, size)
         return codec.decode(data, 0, offset=physical_offset)
+
+    def read_many(self, locations: Sequence[tuple[int, int]], limit: int) -> list[StoredRecord]:
+        """The verified records at ascending ``(offset, size)`` locations (a queue's units): one pread
+        per run of nearby records in one segment instead of one per record. Anything unexpected
+        (beyond ``limit``, a size that does not match) goes through :meth:`read`, so errors are its."""
+        records: list[StoredRecord] = []
+        i, count = 0, len(locations)
+        while i < count:
+            first, first_size = locations[i]
+            segment = self.segments.locate(first) if 0 <= first < limit else None
+            if segment is None:
+                records.append(self.read(first, limit))
+                i += 1
+                continue
+            end_of_segment = segment.base + self.segment_bytes
+            j, end = i + 1, first + first_size
+            while j < count:
+                offset, size = locations[j]
+                if (
+                    offset < end
+                    or offset + size > min(limit, end_of_segment)
+                    or offset + size - first > _SPAN_BYTES_MAX
+                ):
+                    break
+                end = offset + size
+                j += 1
+            data = segment.handle.read_at(first - segment.base, end - first)
+            for offset, size in locations[i:j]:
+                try:
+                    record = codec.decode(data, offset - first, offset=offset)
+                except CorruptRecord:
+                    record = self.read(offset, limit)  # raises the error a single read gives
+                if record.size != size:
+                    record = self.read(offset, limit)
+                records.append(record)
+            i = j
+        return records
 
     def store_ms_at(self, physical_offset: int) -> int:
         """The store timestamp of the record at ``physical_offset`` (header only, for searches)."""

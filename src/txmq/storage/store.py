@@ -310,13 +310,14 @@ class MessageStore:
         if status is not None:
             next_offset = low if status is ReadStatus.OFFSET_TOO_SMALL else high
             return QueueRead(status, [], next_offset, low, high)
-        records: list[StoredRecord] = []
+        locations: list[tuple[int, int]] = []
         total = 0
         for unit in queue.units(queue_offset, min(max_count, limits.pull_batch_max)):
-            if records and total + unit.size > max_bytes:
+            if locations and total + unit.size > max_bytes:
                 break
-            records.append(self._log.read(unit.physical_offset, self._visible_limit()))
+            locations.append((unit.physical_offset, unit.size))
             total += unit.size
+        records = self._log.read_many(locations, self._visible_limit())
         return QueueRead(ReadStatus.FOUND, records, queue_offset + len(records), low, high)
 
     def queue_units(self, topic: str, queue_id: int, queue_offset: int, max_count: int) -> list[QueueUnit]:
