@@ -85,8 +85,3 @@ def validate_limits() -> None:
 
 
 validate_limits()
-
-# Group commit: a group of at most this many bytes is fsynced on the event loop itself. A worker-thread
-# hop costs two wake-ups (tens of microseconds idle, milliseconds on a loaded host), more than the
-# fsync of a small group; big groups still go to the thread so the loop keeps forming the next one.
-inline_fsync_bytes_max: Final = 16 * KiB

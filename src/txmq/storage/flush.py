@@ -20,7 +20,6 @@ from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any
 
-from txmq.common import limits
 from txmq.common.errors import DiskFull, StorageError, StoreFenced
 from txmq.common.invariant import invariant
 from txmq.storage.commitlog import CommitLog
@@ -172,10 +171,7 @@ class GroupCommit:
         if target <= self.flushed_offset and not segments:
             return
         try:
-            if target - self.flushed_offset <= limits.inline_fsync_bytes_max and len(segments) <= 1:
-                self.sync_segments(segments)  # a small group: no thread hop (see limits)
-            else:
-                await asyncio.get_running_loop().run_in_executor(None, self.sync_segments, segments)
+            await asyncio.get_running_loop().run_in_executor(None, self.sync_segments, segments)
         except OSError as exc:
             raise self.fail(exc) from exc
         self.complete(target)
