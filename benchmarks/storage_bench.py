@@ -109,6 +109,12 @@ def main() -> None:
     parser.add_argument("--appenders", type=int, default=256, help="concurrent appending coroutines")
     parser.add_argument("--dir", default=None, help="directory on the disk to test (default: a temp dir)")
     args = parser.parse_args()
+    try:  # the broker runs its store on uvloop
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
     with tempfile.TemporaryDirectory(dir=args.dir) as root:
         sync_rate, batch, sync_cpu = asyncio.run(
             _store_run(f"{root}/sync", FlushMode.SYNC, args.seconds, args.appenders)

@@ -65,6 +65,9 @@ class CommitLog:
         self._buf = bytearray(256 * 1024)  # the group buffer: bytes [written_offset, write_offset)
         self._fill = 0
         self._group_queue_base: dict[tuple[str, int], int] = {}  # queue offsets when the group began
+        # the active segment as the last append found it, and its end: appends that fit skip _reserve
+        self._room_segment: Segment | None = None
+        self._room_end = 0
         self.on_written: Callable[[], None] | None = None
         self.on_write_failed: Callable[[Exception], None] | None = None
 
@@ -133,13 +136,17 @@ class CommitLog:
         """The single-record path of :meth:`append`, kept lean: it is the broker's hot path."""
         if self.fence_reason is not None:
             self.check_writable()
-        size = codec.encoded_size(
-            fields.topic, fields.born_host, self.store_host, fields.properties, fields.body
-        )
+        size = (
+            codec.RECORD_BYTES_MIN + len(fields.topic) + len(fields.born_host) + len(self.store_host)
+            + len(fields.properties) + len(fields.body)
+        )  # fmt: skip
         if size > self.segment_bytes - codec.BLANK_BYTES:
             raise MessageTooLarge("the record or batch", size, self.segment_bytes - codec.BLANK_BYTES)
-        segment = self._reserve(size)
         start = self.write_offset
+        segment = self._room_segment
+        if segment is None or start + size > self._room_end:  # the first append, or a roll
+            segment = self._reserve(size)
+            start = self.write_offset
         key = (topic, fields.queue_id)
         queue_offset = self.queue_next.get(key, 0)
         if key not in self._group_queue_base:
@@ -173,6 +180,7 @@ class CommitLog:
         if segment is not None and self.write_offset < segment.base + self.segment_bytes:
             left = segment.base + self.segment_bytes - self.write_offset
             if total <= left:
+                self._room_segment, self._room_end = segment, segment.base + self.segment_bytes
                 return segment
             if left >= codec.BLANK_BYTES:
                 self._ensure_room(codec.BLANK_BYTES)
@@ -186,6 +194,7 @@ class CommitLog:
         except OSError as exc:
             self.fence(f"creating a segment at offset {self.write_offset} failed: {exc}")
             raise StoreFenced(f"the store is read-only until restarted: {self.fence_reason}") from exc
+        self._room_segment, self._room_end = segment, segment.base + self.segment_bytes
         return segment
 
     def write_buffered(self) -> bool:
