@@ -60,14 +60,14 @@ def _outcome(parse: object, *args: object) -> object:
         return InvalidHeader
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(SEND_V2)
 def test_send_v2_fast_path_matches_the_generic_parser(ext: dict[str, str]) -> None:
     command = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=ext)
     assert _outcome(parse_send_header, command) == _outcome(SendMessageRequestHeaderV2.from_ext_fields, ext)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(PULL)
 def test_pull_fast_path_matches_the_generic_parser(ext: dict[str, str]) -> None:
     command = RemotingCommand(code=RequestCode.PULL_MESSAGE, ext_fields=ext)
