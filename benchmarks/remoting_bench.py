@@ -70,7 +70,8 @@ def broker(flush: str) -> Iterator[int]:
         finally:
             if PROFILE_DIR:
                 process.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
-            process.terminate() if not PROFILE_DIR else None
+            else:
+                process.terminate()
             process.wait(timeout=20)
 
 
