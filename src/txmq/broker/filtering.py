@@ -6,11 +6,13 @@ filtered without reading the CommitLog; the tag itself is re-checked on the reco
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from txmq.common import errors
 
 
+@functools.lru_cache(maxsize=4096)  # a topic's producers repeat a handful of tags
 def tag_hash(tag: str | None) -> int:
     """Java String.hashCode over UTF-16 code units, as a signed 32-bit value."""
     if not tag:

@@ -80,12 +80,17 @@ class SendService:
         if len(messages) > 1:
             return await self._send_batch(messages, ctx)
         message = messages[0]
-        topic, request = self.prepare(message, ctx)
+        topic, request, properties = self._prepare(message, ctx)
         appended = await self._store.put(request)
-        return [self._result(message, request, topic, appended)]
+        return [self._result(message, request, topic, appended, properties)]
 
     def prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest]:
         """Validate one message and build the record to append (no I/O)."""
+        topic, request, _ = self._prepare(message, ctx)
+        return topic, request
+
+    def _prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest, dict[str, str]]:
+        """:meth:`prepare`, plus the properties the record was given (so the result needs no decode)."""
         message.validate()
         topic = self._topics.resolve(message.topic, for_write=True, message_type=message.message_type)
         queue_id = self._choose_queue(message, topic, ctx.queue_id)
@@ -105,11 +110,11 @@ class SendService:
             # Transaction + delay: the delay is kept on the half message and starts at the commit.
             if message.delivery_timestamp_ms is not None and deliver_ms is not None:
                 properties[props.TIMER_DELIVER_MS] = str(deliver_ms)
-            return topic, self._half(base, properties, ctx)
+            return topic, self._half(base, properties, ctx), properties
         if deliver_ms is not None and deliver_ms > now:
-            return topic, self._delayed(base, properties, deliver_ms, message.delay_level)
+            return topic, self._delayed(base, properties, deliver_ms, message.delay_level), properties
         properties.pop(props.DELAY, None)
-        return topic, _with_properties(base, properties)
+        return topic, _with_properties(base, properties), properties
 
     async def _send_batch(self, messages: Sequence[Message], ctx: SendContext) -> list[SendResult]:
         first = messages[0].topic
@@ -118,7 +123,7 @@ class SendService:
         total = sum(len(m.body) for m in messages)
         if total > limits.batch_bytes_max:
             raise errors.PayloadTooLarge("batch", total, limits.batch_bytes_max)
-        prepared: list[tuple[Message, TopicConfig, PutRequest]] = []
+        prepared: list[tuple[Message, TopicConfig, PutRequest, dict[str, str]]] = []
         for message in messages:
             if message.topic != first:
                 raise errors.InvalidArgument("every message of a batch must have the same topic")
@@ -128,10 +133,10 @@ class SendService:
                 )
             if message.delivery_timestamp_ms is not None or message.delay_level:
                 raise errors.InvalidArgument("delay messages cannot be sent in a batch")
-            topic, request = self.prepare(message, ctx)
-            prepared.append((message, topic, request))
+            topic, request, properties = self._prepare(message, ctx)
+            prepared.append((message, topic, request, properties))
         appended = await self._store.put_batch([p[2] for p in prepared])
-        return [self._result(m, r, t, a) for (m, t, r), a in zip(prepared, appended, strict=True)]
+        return [self._result(m, r, t, a, d) for (m, t, r, d), a in zip(prepared, appended, strict=True)]
 
     def _choose_queue(self, message: Message, topic: TopicConfig, explicit: int | None) -> int:
         if explicit is not None and explicit >= 0:
@@ -221,9 +226,14 @@ class SendService:
         )
 
     def _result(
-        self, message: Message, request: PutRequest, topic: TopicConfig, appended: AppendResult
+        self,
+        message: Message,
+        request: PutRequest,
+        topic: TopicConfig,
+        appended: AppendResult,
+        decoded: dict[str, str],
     ) -> SendResult:
-        decoded = props.decode(request.properties)
+        """``decoded``: the properties ``request`` was encoded from."""
         host, port = split_host(self._store_host())
         offset_id = msgid.offset_message_id(host, port, appended.physical_offset)
         real_queue = int(decoded.get(props.REAL_QUEUE_ID, request.queue_id))
