@@ -32,9 +32,11 @@ def _port_open(port: int) -> bool:
 
 
 def _assert_ok(result: dict[str, object]) -> None:
+    # Not "throughput > 0": on a loaded host a tiny window can close before any ack lands in it.
+    # Callers check the counts (acked, consumed), which do not depend on timing.
     assert result["status"] == "ok", result.get("reason")
     assert isinstance(result["throughput_msg_s"], float)
-    assert result["throughput_msg_s"] > 0
+    assert result["throughput_msg_s"] >= 0
 
 
 async def _check_produce(driver: Driver, name: str, workload: Workload | None = None) -> dict[str, object]:
@@ -62,6 +64,8 @@ async def test_memory_driver_runs_every_standard_workload() -> None:
     for name in STANDARD_WORKLOADS:
         result = await run_workload(MemoryDriver(), _tiny(name))
         _assert_ok(result)
+        assert isinstance(result["acked_messages"], int)
+        assert result["acked_messages"] > 0
         cpu = result["cpu"]
         assert isinstance(cpu, dict)
         assert cpu["server_pct"] is None  # no server process to measure
