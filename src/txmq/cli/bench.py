@@ -179,7 +179,10 @@ def report_command(
     if markdown:
         print(render_markdown(rows, base))
         return
-    _console().print(render_table(rows, base, title=str(document.get("command", ""))))
+    console = _console()
+    console.print(f"command: {document.get('command', '?')}", soft_wrap=True)
+    # a short title: a long command there would be cut, and with it the "ratios vs" part
+    console.print(render_table(rows, base, title=f"session {document.get('started', '?')}, median"))
     draw_chart(rows, directory / "compare.png", base)
 
 
