@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -23,6 +24,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
@@ -39,6 +42,9 @@ BODY = os.urandom(512).hex().encode()  # 1 KB
 QUEUES = 4
 
 
+PROFILE_DIR: str | None = None  # --py-spy DIR: record the broker's stacks (collapsed) into DIR/<flush>.txt
+
+
 @contextmanager
 def broker(flush: str) -> Iterator[int]:
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,22 +55,60 @@ def broker(flush: str) -> Iterator[int]:
             sys.executable, "-m", "txmq", "broker", "--data-dir", f"{tmp}/data", "--port", str(free_port()),
             "--remoting-port", str(port), "--namesrv-port", str(free_port()), "--flush", flush,
         ]  # fmt: skip
+        if PROFILE_DIR:
+            out = f"{PROFILE_DIR}/broker-{flush}.txt"
+            spy = ["py-spy", "record", "--nonblocking", "-r", "200", "-f", "raw", "-o", out, "--"]
+            command = [*spy, *command]
         process = subprocess.Popen(
             command, env=subprocess_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         try:
             wait_for_line(process, "txmq broker ready on")
+            global BROKER
+            BROKER = _broker_process(process.pid)
             yield port
         finally:
-            process.terminate()
+            if PROFILE_DIR:
+                process.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+            else:
+                process.terminate()
             process.wait(timeout=20)
 
 
+BROKER: psutil.Process | None = None
+_CPU_MARK: list[float] = [0.0, 0.0]  # broker CPU seconds, bench CPU seconds at the scenario's start
+
+
+def _broker_process(pid: int) -> psutil.Process:
+    """The broker's process (the child when py-spy wraps it)."""
+    process = psutil.Process(pid)
+    children = process.children()
+    return children[0] if PROFILE_DIR and children else process
+
+
+def _cpu_now() -> tuple[float, float]:
+    broker_cpu = 0.0
+    if BROKER is not None:
+        times = BROKER.cpu_times()
+        broker_cpu = times.user + times.system
+    return broker_cpu, time.process_time()
+
+
+def mark_cpu() -> None:
+    """Start counting CPU for the next scenario (CPU per message holds up on a shared machine)."""
+    _CPU_MARK[:] = _cpu_now()
+
+
 def report(name: str, count: int, elapsed: float, latencies_ms: list[float] | None = None) -> None:
+    broker_cpu, client_cpu = _cpu_now()
     line = f"{name:<28} {count / elapsed:>10,.0f} msg/s  ({count} in {elapsed:.2f} s)"
     if latencies_ms:
         qs = statistics.quantiles(latencies_ms, n=100)
         line += f"  p50 {qs[49]:.3f} ms  p99 {qs[98]:.3f} ms"
+    if count:
+        broker_us = (broker_cpu - _CPU_MARK[0]) / count * 1e6
+        client_us = (client_cpu - _CPU_MARK[1]) / count * 1e6
+        line += f"  CPU/msg broker {broker_us:.1f} us, client {client_us:.1f} us"
     print(line, flush=True)
 
 
@@ -75,6 +119,7 @@ def _fields(topic: str, queue: int) -> dict[str, str]:
 async def single(endpoint: RemotingEndpoint, seconds: float) -> None:
     fields = [_fields("BenchSingle", q) for q in range(QUEUES)]
     latencies: list[float] = []
+    mark_cpu()
     start = time.perf_counter()
     i = 0
     while time.perf_counter() - start < seconds:
@@ -104,6 +149,7 @@ async def pipelined(endpoint: RemotingEndpoint, seconds: float, inflight: int) -
             i += 1
 
     start = time.perf_counter()
+    mark_cpu()
     await asyncio.gather(*(worker(k) for k in range(inflight)))
     report(f"pipelined, {inflight} in flight (async)", done, time.perf_counter() - start, latencies)
     return done
@@ -112,6 +158,7 @@ async def pipelined(endpoint: RemotingEndpoint, seconds: float, inflight: int) -
 async def batches(endpoint: RemotingEndpoint, seconds: float) -> None:
     body = encode_batch([BatchMessage(BODY, {"TAGS": "bench"}) for _ in range(100)])
     latencies: list[float] = []
+    mark_cpu()
     start = time.perf_counter()
     sent = 0
     while time.perf_counter() - start < seconds:
@@ -140,6 +187,7 @@ async def pull(endpoint: RemotingEndpoint, topic: str, total: int) -> None:
             got += len(decode_messages(reply.body))
             offset = int(reply.ext_fields["nextBeginOffset"])
 
+    mark_cpu()
     start = time.perf_counter()
     got = sum(await asyncio.gather(*(drain(q) for q in range(QUEUES))))
     report("pull, 32 per request", got, time.perf_counter() - start)
@@ -172,7 +220,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--inflight", type=int, default=256)
     parser.add_argument("--only", default="")
+    parser.add_argument("--py-spy", default="", help="record the broker with py-spy into this directory")
     args = parser.parse_args()
+    global PROFILE_DIR
+    PROFILE_DIR = args.py_spy or None
     try:
         import uvloop
 

@@ -15,6 +15,9 @@ Lifecycle, called by :func:`benchmarks.harness.runner.run_workload` for every ru
     await p.close(); await c.close()
     await driver.teardown()                     # delete what setup created, stop private servers
 
+A driver may also define ``client_pids() -> list[int]``: helper processes on the client side (txmq's
+producer workers) whose CPU is added to the client's.
+
 Payloads are opaque bytes; the first 8 bytes carry the send timestamp used for end-to-end latency, so a
 driver must deliver payloads unchanged.
 """

@@ -70,3 +70,26 @@ register_driver("redis-everysec", _redis("everysec"), "Redis Streams, private se
 register_driver("rabbitmq-quorum", _rabbit("quorum"), "RabbitMQ durable quorum queue, confirms / tx")
 register_driver("rabbitmq-classic", _rabbit("classic"), "RabbitMQ durable classic queue, confirms / tx")
 register_driver("nats-file", _nats, "NATS JetStream file storage (no fsync per write)")
+
+
+def _txmq(flush: str, transport: str) -> DriverFactory:
+    def factory() -> Driver:
+        from benchmarks.harness.drivers.txmq import TxmqDriver
+
+        return TxmqDriver(flush, transport)  # type: ignore[arg-type]
+
+    return factory
+
+
+register_driver("txmq-sync", _txmq("sync", "remoting"), "txmq, private broker, flush sync, SDK over remoting")
+register_driver("txmq-async", _txmq("async", "remoting"), "txmq, private broker, flush async, SDK, remoting")
+register_driver("txmq-grpc", _txmq("sync", "grpc"), "txmq, private broker, flush sync, SDK over gRPC v2")
+
+
+def _disk() -> Driver:
+    from benchmarks.harness.drivers.disk import DiskGroupCommitDriver
+
+    return DiskGroupCommitDriver()
+
+
+register_driver("disk-groupcommit", _disk, "reference: raw write + fdatasync group commit, no broker")

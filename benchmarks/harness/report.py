@@ -55,6 +55,31 @@ def render_table(rows: Sequence[Row], baseline: str, title: str = "median of rou
     return table
 
 
+def render_markdown(rows: Sequence[Row], baseline: str) -> str:
+    """The same medians as :func:`render_table`, as a Markdown table for a results README."""
+    head = (
+        f"| workload | system | msg/s | x {baseline} | pub p50 ms | pub p99 ms | e2e p99 ms | cpu srv/cli % |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        med = _medians(row)
+        if row.get("status") != "ok":
+            reasons = row.get("reasons")
+            reason = "; ".join(str(r) for r in reasons) if isinstance(reasons, list) else ""
+            lines.append(f"| {row['workload']} | {row['system']} | {row.get('status')}: {reason} | | | | | |")
+            continue
+        cells = [
+            _num(med.get("throughput_msg_s")),
+            _ratio(row.get("throughput_ratio")),
+            _num(med.get("publish_p50_ms"), 2),
+            _num(med.get("publish_p99_ms"), 2),
+            _num(med.get("e2e_p99_ms"), 2),
+            f"{_num(med.get('server_cpu_pct'))}/{_num(med.get('client_cpu_pct'))}",
+        ]
+        lines.append(f"| {row['workload']} | {row['system']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def write_json(path: Path, document: Mapping[str, object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n")

@@ -112,7 +112,7 @@ async def _run_produce(
         for i, p in enumerate(producers)
         for s in range(workload.in_flight)
     ]
-    cpu = CpuMeter(driver.server_pids())
+    cpu = CpuMeter(driver.server_pids(), _client_pids(driver))
     try:
         await asyncio.sleep(max(0, measure_from - time.perf_counter_ns()) / _NS)
         cpu.start()
@@ -160,7 +160,7 @@ async def _run_consume(
     start = time.perf_counter_ns()
     rec = _Recorder(measure_from=start, deadline=start + int(workload.duration_s * _NS))
     stop = asyncio.Event()
-    cpu = CpuMeter(driver.server_pids())
+    cpu = CpuMeter(driver.server_pids(), _client_pids(driver))
     cpu.start()
     readers = [asyncio.create_task(_consume_loop(c, workload.consume_batch, rec, stop)) for c in consumers]
     try:
@@ -179,6 +179,12 @@ async def _run_consume(
         "e2e_latency": None,
         "cpu": cpu_pct,
     }
+
+
+def _client_pids(driver: Driver) -> list[int]:
+    """Optional ``client_pids()``: a driver's helper processes on the client side (see driver.py)."""
+    extra = getattr(driver, "client_pids", None)
+    return list(extra()) if callable(extra) else []
 
 
 def _queues_for(index: int, workload: Workload) -> list[int]:

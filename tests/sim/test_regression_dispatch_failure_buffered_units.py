@@ -24,7 +24,9 @@ async def test_reads_work_after_a_failed_dispatch_and_restart_rebuilds() -> None
     await store.put_batch([PutRequest("A", 0, b"a0"), PutRequest("B", 0, b"b0")])
     store.inline_flush = False  # the next batch is appended, then flushed by hand
     store.put_batch_nowait([PutRequest("A", 0, b"a1"), PutRequest("B", 0, b"b1")])
-    fs.fail_next_write(errno.EIO)  # the first ConsumeQueue write of the next dispatch fails
+    # the first ConsumeQueue write of the next dispatch fails (the CommitLog's group write before it
+    # succeeds: appends are buffered and written once per group)
+    fs.fail_next_write(errno.EIO, path_prefix="/s/consumequeue")
     with pytest.raises(StoreFenced):
         store.flush()
     for topic in ("A", "B"):

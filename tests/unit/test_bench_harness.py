@@ -5,6 +5,7 @@ Figures are never asserted (the machine is shared); counts, statuses and clean t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import socket
@@ -31,13 +32,15 @@ def _port_open(port: int) -> bool:
 
 
 def _assert_ok(result: dict[str, object]) -> None:
+    # Not "throughput > 0": on a loaded host a tiny window can close before any ack lands in it.
+    # Callers check the counts (acked, consumed), which do not depend on timing.
     assert result["status"] == "ok", result.get("reason")
     assert isinstance(result["throughput_msg_s"], float)
-    assert result["throughput_msg_s"] > 0
+    assert result["throughput_msg_s"] >= 0
 
 
-async def _check_produce(driver: Driver, name: str) -> dict[str, object]:
-    result = await run_workload(driver, _tiny(name))
+async def _check_produce(driver: Driver, name: str, workload: Workload | None = None) -> dict[str, object]:
+    result = await run_workload(driver, workload or _tiny(name))
     _assert_ok(result)
     assert isinstance(result["acked_messages"], int)
     assert result["acked_messages"] > 0
@@ -61,6 +64,8 @@ async def test_memory_driver_runs_every_standard_workload() -> None:
     for name in STANDARD_WORKLOADS:
         result = await run_workload(MemoryDriver(), _tiny(name))
         _assert_ok(result)
+        assert isinstance(result["acked_messages"], int)
+        assert result["acked_messages"] > 0
         cpu = result["cpu"]
         assert isinstance(cpu, dict)
         assert cpu["server_pct"] is None  # no server process to measure
@@ -107,6 +112,31 @@ async def test_rabbitmq_quorum() -> None:
     await _check_consume(driver)
 
 
+async def test_txmq_sync_private_broker() -> None:
+    """The native door with sync flush: batches over 16 queues, transactions from producer processes,
+    a consumer; one private broker per run, stopped afterwards."""
+    driver = make_driver("txmq-sync")
+    info = driver.describe()
+    assert info.fsync_before_ack
+    assert "remoting" in info.client
+    await _check_produce(driver, "batch-100-q16")
+    # 2 producer processes (not 8, to stay quick) and a consumer: committed transactions become visible
+    two = dataclasses.replace(_tiny("tx-8"), name="tx-2", producers=2, consumers=1)
+    result = await _check_produce(driver, "tx-2", two)
+    assert result["consumed_messages"] == result["acked_messages"]
+    await _check_consume(driver)
+    assert driver.server_pids() == []  # the private broker was stopped
+
+
+async def test_txmq_grpc_and_async_flush() -> None:
+    grpc = make_driver("txmq-grpc")
+    assert "gRPC" in grpc.describe().client
+    await _check_e2e(grpc)  # sends and the offset-pull consumer over gRPC
+    relaxed = make_driver("txmq-async")
+    assert not relaxed.describe().fsync_before_ack
+    await _check_produce(relaxed, "async-256")
+
+
 def test_compare_cli_with_a_registered_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The path the lead uses to add txmq: register a driver, then name it in --systems."""
     pytest.importorskip("matplotlib", reason="the bench extra (matplotlib) is not installed")
@@ -138,6 +168,10 @@ def test_compare_cli_with_a_registered_driver(tmp_path: Path, monkeypatch: pytes
     again = CliRunner().invoke(app, ["bench", "report", str(tmp_path), "--baseline", "memory-notx"])
     assert again.exit_code == 0, again.output
     assert "ratios vs memory-notx" in again.output
+    table = CliRunner().invoke(app, ["bench", "report", str(tmp_path), "--markdown"])
+    assert table.exit_code == 0, table.output
+    assert "| single-1 | memory | " in table.output
+    assert "| tx-8 | memory-notx | n/a: transactions disabled |" in table.output
 
 
 def test_compare_cli_rejects_unknown_names(tmp_path: Path) -> None:

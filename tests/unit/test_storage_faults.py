@@ -121,3 +121,36 @@ async def test_async_mode_acks_after_write_and_loses_at_most_the_unflushed_windo
     fs.lose_unfsynced()
     reopened = MessageStore.open(_config(FlushMode.ASYNC), fs=fs, clock=FakeClock())
     assert _bodies(reopened) == [_req(i).body for i in range(4)], "a prefix survives, no gap"
+
+
+async def test_disk_full_fails_a_whole_group_and_its_queue_offsets_are_reused() -> None:
+    """Appends are written once per group: ENOSPC fails every append of that group (none acked, none
+    in the file), and the group's queue offsets go to the next appends."""
+    fs = FaultyFileSystem()
+    store = MessageStore.open(_config(), fs=fs, clock=FakeClock())
+    await store.start()
+    await store.put(_req(0))
+    before = _snapshot(fs)
+    fs.set_space_left(500)  # room for one record of the group, not for the group
+    group = [store.put_nowait(_req(i))[1] for i in range(1, 4)]
+    for durable in group:
+        with pytest.raises(DiskFull):
+            await durable
+    assert _snapshot(fs) == before, "no record of the failed group reached the file"
+    fs.set_space_left(None)
+    assert (await store.put(_req(4))).queue_offset == 1
+    assert _bodies(store) == [_req(0).body, _req(4).body]
+    await store.close()
+
+
+async def test_async_mode_serves_only_written_records() -> None:
+    """ASYNC acks after the group's write (at the end of the loop turn); nothing buffered is readable."""
+    fs = FaultyFileSystem()
+    store = MessageStore.open(_config(FlushMode.ASYNC), fs=fs, clock=FakeClock())
+    pending = [store.put_nowait(_req(i))[1] for i in range(3)]
+    assert store.max_offset("T", 0) == 0, "buffered, not yet written: invisible"
+    assert fs.read_file(f"{DATA}/commitlog/{0:020d}") == b""
+    for durable in pending:
+        await durable
+    assert _bodies(store) == [_req(i).body for i in range(3)]
+    await store.close()

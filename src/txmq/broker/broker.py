@@ -401,7 +401,7 @@ class Broker:
         for record in read.records:
             decoded = props.decode(record.properties)
             if tag_filter.matches_hash(record.tags_code) and tag_filter.matches(decoded.get(props.TAGS)):
-                messages.append(to_view(record, decoded=decoded))
+                messages.append(to_view(record, decoded=decoded, raw_properties=record.properties))
         status = read.status
         if status is ReadStatus.FOUND and not messages:
             status = ReadStatus.NO_NEW_MESSAGE

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from txmq.common import errors
 
 
+@functools.lru_cache(maxsize=4096)  # a topic's producers repeat a handful of tags
 def tag_hash(tag: str | None) -> int:
     """Java String.hashCode over UTF-16 code units, as a signed 32-bit value (cached: a topic's
     messages carry few distinct tags, and this loop runs for every message sent)."""

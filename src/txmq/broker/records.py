@@ -68,9 +68,13 @@ def to_view(
     decoded: Mapping[str, str] | None = None,
     delivery_attempt: int | None = None,
     receipt_handle: str | None = None,
+    raw_properties: bytes | None = None,
 ) -> MessageView:
-    """A consumer's view of a stored record."""
-    decoded = props.decode(record.properties) if decoded is None else decoded
+    """A consumer's view of a stored record. ``raw_properties``: the bytes ``decoded`` came from, if
+    it is the record's own properties unchanged (decoded here, it is)."""
+    if decoded is None:
+        decoded = props.decode(record.properties)
+        raw_properties = record.properties
     keys = tuple(k for k in decoded.get(props.KEYS, "").split(props.KEY_SEPARATOR) if k)
     deliver = decoded.get(props.TIMER_DELIVER_MS)
     reconsume = int(decoded.get(props.RECONSUME_TIME, record.reconsume_times) or 0)
@@ -96,4 +100,5 @@ def to_view(
         born_host=record.born_host,
         store_host=record.store_host,
         store_size=record.size,
+        raw_properties=raw_properties,
     )

@@ -81,12 +81,17 @@ class SendService:
         if len(messages) > 1:
             return await self._send_batch(messages, ctx)
         message = messages[0]
-        topic, request = self.prepare(message, ctx)
+        topic, request, properties = self._prepare(message, ctx)
         appended = await self._store.put(request)
-        return [self._result(message, request, topic, appended)]
+        return [self._result(message, request, topic, appended, properties)]
 
     def prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest]:
         """Validate one message and build the record to append (no I/O)."""
+        topic, request, _ = self._prepare(message, ctx)
+        return topic, request
+
+    def _prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest, dict[str, str]]:
+        """:meth:`prepare`, plus the properties the record was given (so the result needs no decode)."""
         message.validate()
         topic = self._topics.resolve(message.topic, for_write=True, message_type=message.message_type)
         queue_id = self._choose_queue(message, topic, ctx.queue_id)
@@ -96,7 +101,7 @@ class SendService:
         deliver_ms = self._deliver_ms(message, now)
         if deliver_ms is None and not message.transactional:  # the common case: one record, built once
             properties.pop(props.DELAY, None)
-            return topic, PutRequest(
+            request = PutRequest(
                 topic=topic.name,
                 queue_id=queue_id,
                 body=body,
@@ -105,6 +110,7 @@ class SendService:
                 born_timestamp_ms=now,
                 born_host=ctx.born_host,
             )
+            return topic, request, properties
         base = PutRequest(
             topic=topic.name,
             queue_id=queue_id,
@@ -118,11 +124,11 @@ class SendService:
             # Transaction + delay: the delay is kept on the half message and starts at the commit.
             if message.delivery_timestamp_ms is not None and deliver_ms is not None:
                 properties[props.TIMER_DELIVER_MS] = str(deliver_ms)
-            return topic, self._half(base, properties, ctx)
+            return topic, self._half(base, properties, ctx), properties
         if deliver_ms is not None and deliver_ms > now:
-            return topic, self._delayed(base, properties, deliver_ms, message.delay_level)
+            return topic, self._delayed(base, properties, deliver_ms, message.delay_level), properties
         properties.pop(props.DELAY, None)
-        return topic, _with_properties(base, properties)
+        return topic, _with_properties(base, properties), properties
 
     async def _send_batch(self, messages: Sequence[Message], ctx: SendContext) -> list[SendResult]:
         first = messages[0].topic
@@ -131,7 +137,7 @@ class SendService:
         total = sum(len(m.body) for m in messages)
         if total > limits.batch_bytes_max:
             raise errors.PayloadTooLarge("batch", total, limits.batch_bytes_max)
-        prepared: list[tuple[Message, TopicConfig, PutRequest]] = []
+        prepared: list[tuple[Message, TopicConfig, PutRequest, dict[str, str]]] = []
         for message in messages:
             if message.topic != first:
                 raise errors.InvalidArgument("every message of a batch must have the same topic")
@@ -141,10 +147,10 @@ class SendService:
                 )
             if message.delivery_timestamp_ms is not None or message.delay_level:
                 raise errors.InvalidArgument("delay messages cannot be sent in a batch")
-            topic, request = self.prepare(message, ctx)
-            prepared.append((message, topic, request))
+            topic, request, properties = self._prepare(message, ctx)
+            prepared.append((message, topic, request, properties))
         appended = await self._store.put_batch([p[2] for p in prepared])
-        return [self._result(m, r, t, a) for (m, t, r), a in zip(prepared, appended, strict=True)]
+        return [self._result(m, r, t, a, d) for (m, t, r, d), a in zip(prepared, appended, strict=True)]
 
     def _choose_queue(self, message: Message, topic: TopicConfig, explicit: int | None) -> int:
         if explicit is not None and explicit >= 0:
@@ -234,17 +240,19 @@ class SendService:
         )
 
     def _result(
-        self, message: Message, request: PutRequest, topic: TopicConfig, appended: AppendResult
+        self,
+        message: Message,
+        request: PutRequest,
+        topic: TopicConfig,
+        appended: AppendResult,
+        decoded: dict[str, str],
     ) -> SendResult:
+        """``decoded``: the properties ``request`` was encoded from (nothing is read back)."""
         is_half = message.transactional
         # only a delayed message is stored under another topic than its own (halves are handled above)
         is_delayed = not is_half and request.topic != topic.name
-        if is_half or is_delayed or not message.message_id:
-            decoded = props.decode(request.properties)
-            message_id = decoded[props.UNIQ_KEY]
-            real_queue = int(decoded.get(props.REAL_QUEUE_ID, request.queue_id))
-        else:  # a plain message the client named: nothing to read back from the encoded properties
-            message_id, real_queue = message.message_id, request.queue_id
+        message_id = decoded[props.UNIQ_KEY]
+        real_queue = int(decoded.get(props.REAL_QUEUE_ID, request.queue_id))
         host, port = self._store_address()
         offset_id = msgid.offset_message_id(host, port, appended.physical_offset)
         return SendResult(

@@ -21,7 +21,9 @@ from rich.console import Console
 if TYPE_CHECKING:
     from benchmarks.harness.workload import Workload
 
-DEFAULT_SYSTEMS = "redis-always,redis-everysec,rabbitmq-quorum,rabbitmq-classic,nats-file"
+DEFAULT_SYSTEMS = (
+    "txmq-sync,txmq-async,redis-always,redis-everysec,rabbitmq-quorum,rabbitmq-classic,nats-file"
+)
 DEFAULT_WORKLOADS = "batch-100,single-1,async-256,tx-8,e2e-500,consume-256"
 T = TypeVar("T")
 
@@ -162,19 +164,41 @@ def list_command() -> None:
 def report_command(
     directory: Annotated[Path, typer.Argument(help="a directory holding compare.json")],
     baseline: Annotated[str | None, typer.Option(help="system the ratios divide by")] = None,
+    markdown: Annotated[bool, typer.Option(help="print a Markdown table (for a results README)")] = False,
 ) -> None:
     """Re-summarize a saved compare.json (e.g. with another baseline); redraw compare.png."""
     ensure_harness_importable()
     import json
 
     from benchmarks.harness.compare import summarize
-    from benchmarks.harness.report import draw_chart, render_table
+    from benchmarks.harness.report import draw_chart, render_markdown, render_table
 
     document = json.loads((directory / "compare.json").read_text())
     base = baseline or str(document["baseline"])
     rows = summarize(document["runs"], base)
-    _console().print(render_table(rows, base, title=str(document.get("command", ""))))
+    if markdown:
+        print(render_markdown(rows, base))
+        return
+    console = _console()
+    console.print(f"command: {document.get('command', '?')}", soft_wrap=True)
+    # a short title: a long command there would be cut, and with it the "ratios vs" part
+    console.print(render_table(rows, base, title=f"session {document.get('started', '?')}, median"))
     draw_chart(rows, directory / "compare.png", base)
+
+
+def goals_command(
+    directory: Annotated[Path, typer.Argument(help="a directory holding compare.json")],
+) -> None:
+    """Issue 8's goals, goal by goal, from a saved compare.json: txmq's ratio to each peer, met or not."""
+    ensure_harness_importable()
+    import json
+
+    from benchmarks.harness.compare import summarize
+    from benchmarks.harness.goals import judge_all, markdown
+
+    document = json.loads((directory / "compare.json").read_text())
+    rows = summarize(document["runs"], str(document["baseline"]))
+    print(markdown(judge_all(rows)))
 
 
 def register(app: typer.Typer) -> None:
@@ -182,4 +206,5 @@ def register(app: typer.Typer) -> None:
     bench.command("compare")(compare_command)
     bench.command("list")(list_command)
     bench.command("report")(report_command)
+    bench.command("goals")(goals_command)
     app.add_typer(bench, name="bench")

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from txmq.common import errors, limits
+from txmq.common import errors, limits, names
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
+_BODY_TYPES = (bytes, bytearray, memoryview)
 
 
 class MessageType(enum.IntEnum):
@@ -98,10 +99,8 @@ class Message:
 
     def validate(self) -> None:
         """Client-side checks with the broker's limits; raises a specific ``InvalidArgument``."""
-        from txmq.common import names
-
         names.validate_topic(self.topic)
-        if not isinstance(self.body, bytes | bytearray | memoryview):
+        if not isinstance(self.body, _BODY_TYPES):
             raise errors.InvalidArgument("the message body must be bytes")
         if len(self.body) == 0:
             raise errors.MessageBodyEmpty("the message body is empty")
@@ -157,6 +156,9 @@ class MessageView:
     born_host: str = ""
     store_host: str = ""
     store_size: int = 0
+    # The stored ``k\x01v\x02`` bytes that ``properties`` decodes, when the view was made from a record
+    # as is: the remoting pull path writes them verbatim instead of encoding every property again.
+    raw_properties: bytes | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         return (

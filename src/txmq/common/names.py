@@ -45,8 +45,20 @@ def is_retry_or_dlq(topic: str) -> bool:
     return topic.startswith((RETRY_PREFIX, DLQ_PREFIX))
 
 
+_VALID: set[tuple[str, bool]] = set()  # names that passed, so the send path checks a set, not a regex
+_VALID_MAX = 100_000
+
+
 def validate_topic(topic: str, *, allow_system: bool = False) -> None:
     """Raise ``InvalidTopic`` unless ``topic`` is a legal name a user may write to."""
+    if (topic, allow_system) in _VALID:
+        return
+    _validate_topic(topic, allow_system)
+    if len(_VALID) < _VALID_MAX:
+        _VALID.add((topic, allow_system))
+
+
+def _validate_topic(topic: str, allow_system: bool) -> None:
     if not topic:
         raise errors.InvalidTopic("the topic name is empty")
     limit = limits.retry_topic_name_len_max if is_retry_or_dlq(topic) else limits.topic_name_len_max

@@ -158,7 +158,7 @@ class FaultyFileHandle:
         self.path = path
 
     def append(self, data: bytes | bytearray | memoryview) -> None:
-        self._fs.before_write(len(data))
+        self._fs.before_write(len(data), self.path)
         allowed = self._fs.take_space(len(data))
         start = len(self._file.data)
         self._file.data += bytes(data[:allowed])
@@ -195,7 +195,7 @@ class FaultyFileSystem:
         self.dirs: set[str] = {"/"}
         self.rng = rng if rng is not None else random.Random(0)
         self.space_left: int | None = None
-        self._write_errors: list[int] = []
+        self._write_errors: list[tuple[int, str]] = []  # (errno, path prefix it applies to)
         self._sync_errors: list[int] = []
         self.syncs = 0
 
@@ -252,9 +252,9 @@ class FaultyFileSystem:
         self.before_sync()
 
     # -- fault hooks used by the handles
-    def before_write(self, size: int) -> None:
-        if self._write_errors:
-            raise OSError(self._write_errors.pop(0), "injected write error")
+    def before_write(self, size: int, path: str = "") -> None:
+        if self._write_errors and path.startswith(self._write_errors[0][1]):
+            raise OSError(self._write_errors.pop(0)[0], "injected write error")
 
     def before_sync(self) -> None:
         self.syncs += 1
@@ -277,8 +277,9 @@ class FaultyFileSystem:
         """Writes beyond ``size`` more bytes fail with ENOSPC (``None``: unlimited)."""
         self.space_left = size
 
-    def fail_next_write(self, code: int = errno.EIO) -> None:
-        self._write_errors.append(code)
+    def fail_next_write(self, code: int = errno.EIO, path_prefix: str = "") -> None:
+        """The next write (to a file whose path starts with ``path_prefix``) fails with ``code``."""
+        self._write_errors.append((code, posixpath.normpath(path_prefix) if path_prefix else ""))
 
     def fail_next_sync(self, code: int = errno.EIO) -> None:
         self._sync_errors.append(code)

@@ -31,6 +31,7 @@ from typing import Any
 from txmq.common import limits, names
 from txmq.common.clock import Clock, SystemClock
 from txmq.common.errors import (
+    DiskFull,
     InvalidArgument,
     InvalidOffset,
     InvalidProperty,
@@ -92,11 +93,13 @@ class MessageStore:
         self._log = log
         self._queues = queues
         self._index = index
-        self._commit = GroupCommit(log, log.write_offset)
-        self._dispatcher = Dispatcher(log, queues, index, report.scanned_from)
         self._sync = config.flush_mode is FlushMode.SYNC
+        self._commit = GroupCommit(log, log.write_offset, ack_on_write=not self._sync)
+        self._dispatcher = Dispatcher(log, queues, index, report.scanned_from)
         if self._sync:
             self._commit.on_durable = self._dispatcher.run_once
+        else:
+            self._commit.on_written = self.run_once
         self._tasks: list[asyncio.Task[None]] = []
         self._dispatch_wake = asyncio.Event()
         self._closed = False
@@ -171,7 +174,8 @@ class MessageStore:
             with contextlib.suppress(StorageError):
                 await self._inflight  # never close files under an fsync still running in a thread
         if self._log.fence_reason is None:
-            self.flush()
+            with contextlib.suppress(DiskFull):  # the unwritten group's waiters were told
+                self.flush()
             self.checkpoint()
         self._commit.fail_all_if_fenced()
         self._log.segments.close()
@@ -233,7 +237,7 @@ class MessageStore:
         save_checkpoint(self.fs, self.config.data_dir, Checkpoint(dispatched, flushed, self.clock.now_ms()))
 
     def _visible_limit(self) -> int:
-        return self._commit.flushed_offset if self._sync else self._log.write_offset
+        return self._commit.flushed_offset if self._sync else self._log.written_offset
 
     # ----------------------------------------------------------------------------------- writing
     def put_nowait(self, req: PutRequest) -> tuple[AppendResult, Awaitable[None]]:
@@ -276,13 +280,16 @@ class MessageStore:
         if self.inline_flush:
             self.flush()  # raises StoreFenced (and fences) if the fsync fails: the append is not acked
             return DONE
-        if not self._sync:
-            self.run_once()  # async flush: visible as soon as written (and acknowledged)
-            return DONE
         try:
             asyncio.get_running_loop()
         except RuntimeError:
+            if not self._sync:  # no loop to write at the end of its turn: write (and dispatch) now
+                self._log.write_buffered()
+                self.run_once()
+                return DONE
             return _DurableLater(self._commit, end_offset)
+        # SYNC: after the group's fsync; ASYNC: after the group's write at the end of this loop turn
+        # (dispatched first, so an acknowledged record is visible), fsynced every flush interval.
         return self._commit.waiter(end_offset)
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
@@ -303,13 +310,14 @@ class MessageStore:
         if status is not None:
             next_offset = low if status is ReadStatus.OFFSET_TOO_SMALL else high
             return QueueRead(status, [], next_offset, low, high)
-        records: list[StoredRecord] = []
+        locations: list[tuple[int, int]] = []
         total = 0
         for unit in queue.units(queue_offset, min(max_count, limits.pull_batch_max)):
-            if records and total + unit.size > max_bytes:
+            if locations and total + unit.size > max_bytes:
                 break
-            records.append(self._log.read(unit.physical_offset, self._visible_limit()))
+            locations.append((unit.physical_offset, unit.size))
             total += unit.size
+        records = self._log.read_many(locations, self._visible_limit())
         return QueueRead(ReadStatus.FOUND, records, queue_offset + len(records), low, high)
 
     def queue_units(self, topic: str, queue_id: int, queue_offset: int, max_count: int) -> list[QueueUnit]:

@@ -35,9 +35,9 @@ class CrashingFileSystem(FaultyFileSystem):
             self.crash_countdown = None
             raise SimulatedCrash(f"crash at a {what}")
 
-    def before_write(self, size: int) -> None:
+    def before_write(self, size: int, path: str = "") -> None:
         self._tick("write")
-        super().before_write(size)
+        super().before_write(size, path)
 
     def before_sync(self) -> None:
         self._tick("fsync")

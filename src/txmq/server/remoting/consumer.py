@@ -22,6 +22,7 @@ from txmq.protocol.remoting.headers import (
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
+    parse_pull_header,
 )
 from txmq.protocol.remoting.message_codec import encode_message
 from txmq.server.remoting.context import RemotingContext
@@ -40,7 +41,7 @@ def _expression(ctx: RemotingContext, header: PullMessageRequestHeader) -> str |
 
 async def pull(ctx: RemotingContext, request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand:
     """Read a queue from an offset; with the suspend flag, wait for arrivals up to suspendTimeoutMillis."""
-    header = PullMessageRequestHeader.from_command(request)
+    header = parse_pull_header(request)
     broker = ctx.broker
     if header.sys_flag & PULL_COMMIT_OFFSET and header.commit_offset >= 0:
         broker.update_offset(header.consumer_group, header.topic, header.queue_id, header.commit_offset)

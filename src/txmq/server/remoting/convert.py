@@ -72,11 +72,14 @@ def _host(host_port: str) -> tuple[str, int]:
 
 
 def to_wire(view: MessageView, *, topic: str | None = None, sys_flag: int = 0) -> WireMessage:
-    """The message record a 4.x consumer decodes (V1, IPv4 hosts)."""
+    """The message record a 4.x consumer decodes (V1, IPv4 hosts); the stored property bytes are
+    passed through when the view carries them."""
+    raw = view.raw_properties
     return WireMessage(
         topic=topic or view.topic,
         body=view.body,
-        properties=dict(view.properties),
+        properties=dict(view.properties) if raw is None else {},
+        properties_raw=raw,
         queue_id=view.queue_id,
         queue_offset=view.queue_offset,
         commit_log_offset=view.commit_log_offset,
@@ -98,4 +101,6 @@ def check_wire(view: MessageView, transaction_id: str, producer_group: str) -> W
     properties[props.TRANSACTION_ID] = transaction_id
     if view.message_id:
         properties.setdefault(props.UNIQ_KEY, view.message_id)
-    return dataclasses.replace(to_wire(view, sys_flag=SysFlag.TRANSACTION_PREPARED), properties=properties)
+    return dataclasses.replace(
+        to_wire(view, sys_flag=SysFlag.TRANSACTION_PREPARED), properties=properties, properties_raw=None
+    )

@@ -1,0 +1,91 @@
+"""The hand-written parsers of the two hot request headers (SEND_MESSAGE_V2, PULL_MESSAGE) agree with the
+generic ``Header.from_ext_fields``: the same header for every input the generic one accepts, the same
+error type for every input it rejects. Field values are drawn from numbers in odd spellings (signs,
+padding, non-ASCII digits, 19+ digits), booleans in any case, and absent fields."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from txmq.protocol.remoting.codes import RequestCode
+from txmq.protocol.remoting.command import RemotingCommand
+from txmq.protocol.remoting.errors import InvalidHeader
+from txmq.protocol.remoting.headers import (
+    PullMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    parse_pull_header,
+    parse_send_header,
+)
+
+NUMBERS = st.one_of(
+    st.integers(-(2**63), 2**63 - 1).map(str),
+    st.integers(-1, 10**6).map(str),
+    st.integers(10**17, 10**25).map(str),
+    st.sampled_from(["", "-", "+7", " 7", "7 ", "1_000", "٣", "0x10", "007", "-0", "true", "１２"]),
+)
+BOOLS = st.sampled_from(["true", "TRUE", "True", "false", "1", "", "yes"])
+TEXT = st.text(max_size=12)
+
+
+def _fields(spec: dict[str, st.SearchStrategy[str]]) -> st.SearchStrategy[dict[str, str]]:
+    """Every field drawn, then none, one or two of them dropped (so most inputs reach the parsers)."""
+
+    def drop(fields: dict[str, str], gone: list[str]) -> dict[str, str]:
+        return {k: v for k, v in fields.items() if k not in gone}
+
+    return st.builds(drop, st.fixed_dictionaries(spec), st.lists(st.sampled_from(sorted(spec)), max_size=2))
+
+
+SEND_V2 = _fields(
+    {
+        "a": TEXT, "b": TEXT, "c": TEXT, "d": NUMBERS, "e": NUMBERS, "f": NUMBERS, "g": NUMBERS,
+        "h": NUMBERS, "i": TEXT, "j": NUMBERS, "k": BOOLS, "l": NUMBERS, "m": BOOLS, "n": TEXT,
+    }
+)  # fmt: skip
+PULL = _fields(
+    {
+        "consumerGroup": TEXT, "topic": TEXT, "queueId": NUMBERS, "queueOffset": NUMBERS,
+        "maxMsgNums": NUMBERS, "sysFlag": NUMBERS, "commitOffset": NUMBERS,
+        "suspendTimeoutMillis": NUMBERS, "subVersion": NUMBERS, "subscription": TEXT,
+        "expressionType": TEXT, "maxMsgBytes": NUMBERS,
+    }
+)  # fmt: skip
+
+
+def _outcome(parse: object, *args: object) -> object:
+    try:
+        return parse(*args)  # type: ignore[operator]
+    except InvalidHeader:
+        return InvalidHeader
+
+
+@settings(max_examples=200, deadline=None)
+@given(SEND_V2)
+def test_send_v2_fast_path_matches_the_generic_parser(ext: dict[str, str]) -> None:
+    command = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=ext)
+    assert _outcome(parse_send_header, command) == _outcome(SendMessageRequestHeaderV2.from_ext_fields, ext)
+
+
+@settings(max_examples=200, deadline=None)
+@given(PULL)
+def test_pull_fast_path_matches_the_generic_parser(ext: dict[str, str]) -> None:
+    command = RemotingCommand(code=RequestCode.PULL_MESSAGE, ext_fields=ext)
+    assert _outcome(parse_pull_header, command) == _outcome(PullMessageRequestHeader.from_ext_fields, ext)
+
+
+def test_fast_paths_take_the_common_spellings() -> None:
+    """The headers our SDK and 4.x clients send parse (and would fail the test above if wrong)."""
+    send = {"a": "pg", "b": "T", "c": "TBW102", "d": "4", "e": "-1", "f": "0", "g": "1700000000000",
+            "h": "0", "i": "TAGS\x01x\x02", "m": "false"}  # fmt: skip
+    header = parse_send_header(RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=send))
+    assert (header.topic, header.queue_id, header.born_timestamp, header.batch) == (
+        "T",
+        -1,
+        1700000000000,
+        False,
+    )
+    pull = {"consumerGroup": "g", "topic": "T", "queueId": "3", "queueOffset": "12", "maxMsgNums": "32",
+            "sysFlag": "2", "commitOffset": "0", "suspendTimeoutMillis": "1500"}  # fmt: skip
+    parsed = parse_pull_header(RemotingCommand(code=RequestCode.PULL_MESSAGE, ext_fields=pull))
+    assert (parsed.queue_id, parsed.queue_offset, parsed.max_msg_bytes) == (3, 12, None)
