@@ -221,6 +221,54 @@ def test_transaction_commit_and_check_back(rmq: Any, clients: Clients) -> None:
     assert checked == [orphan_receipt.message_id]
 
 
+def test_transaction_checker_raising_is_asked_again(rmq: Any, clients: Clients) -> None:
+    """A checker that raises gives no answer: the broker keeps the half message and checks again."""
+    topic, group = _name("txraise"), _name("g")
+    calls: list[str] = []
+
+    class FlakyChecker(rmq.TransactionChecker):  # type: ignore[misc, name-defined]
+        def check(self, message: Any) -> Any:
+            calls.append(message.message_id)
+            if len(calls) == 1:
+                raise RuntimeError("the database is unreachable for a moment")
+            return rmq.TransactionResolution.COMMIT
+
+    producer = clients.producer(topic, checker=FlakyChecker())
+    receipt = producer.send(_message(rmq, topic, b"after-a-failed-check"), producer.begin_transaction())
+    consumer = clients.simple(group, topic)
+    got = receive_all(consumer, 1, timeout_s=20)
+    assert [m.body for m in got] == [b"after-a-failed-check"]
+    assert len(calls) >= 2
+    assert set(calls) == {receipt.message_id}
+
+
+def test_transaction_producer_gone_then_another_one_answers(rmq: Any, clients: Clients) -> None:
+    """The producer that sent the half message shuts down undecided; a second producer of the topic
+    answers the check-back and the message is delivered once."""
+    topic, group = _name("txgone"), _name("g")
+
+    class Undecided(rmq.TransactionChecker):  # type: ignore[misc, name-defined]
+        def check(self, message: Any) -> Any:
+            return rmq.TransactionResolution.UNKNOWN
+
+    first = clients.producer(topic, checker=Undecided())
+    orphan = first.send(_message(rmq, topic, b"orphaned"), first.begin_transaction())
+    first.shutdown()
+    answered: list[str] = []
+
+    class Checker(rmq.TransactionChecker):  # type: ignore[misc, name-defined]
+        def check(self, message: Any) -> Any:
+            answered.append(message.message_id)
+            return rmq.TransactionResolution.COMMIT
+
+    clients.producer(topic, checker=Checker())
+    consumer = clients.simple(group, topic)
+    got = receive_all(consumer, 1, timeout_s=20)
+    assert [m.body for m in got] == [b"orphaned"]
+    assert set(answered) == {orphan.message_id}
+    assert receive_all(consumer, 1, timeout_s=3) == []  # delivered once
+
+
 def test_offsets_and_delays_survive_a_broker_restart(rmq: Any, tmp_path: Path) -> None:
     process = BrokerProcess(tmp_path / "restart")
     process.start()
