@@ -1,8 +1,8 @@
 """A stateful model check of the key index against a list of (key, offset, store_ms) in log order.
 
-Small files (7 entries) and blocks (2 entries) make every run cross seal boundaries and multi-block
-fences; rules cut the tail (recovery), retire the head (retention), reload from disk, and damage or
-delete a sealed file's sorted companion before a reload. Every lookup must equal the model's answer,
+Small files (7 entries) make every run cross seal boundaries; rules cut the tail (recovery), retire
+the head (retention), reload from disk, and damage or delete a sealed file's sorted companion before a
+reload. Every lookup must equal the model's answer,
 which is the old all-in-memory algorithm: newest first, stop at ``max_count`` or below ``min_offset``.
 """
 
@@ -22,7 +22,6 @@ from txmq.storage.index_sealed import SORTED_SUFFIX
 DIRECTORY = "/data/index"
 KEYS = ["a", "b", "c", "d", "e"]
 ENTRIES_PER_FILE = 7
-BLOCK_ENTRIES = 2
 
 
 def keys_of(topic: str, properties: bytes) -> list[str]:
@@ -53,7 +52,7 @@ class KeyIndexModel(RuleBasedStateMachine):
         self.floor = 0  # what the store passes as min_offset: the log's first offset
 
     def _open(self) -> KeyIndex:
-        index = KeyIndex(self.fs, DIRECTORY, keys_of, ENTRIES_PER_FILE, BLOCK_ENTRIES)
+        index = KeyIndex(self.fs, DIRECTORY, keys_of, ENTRIES_PER_FILE)
         index.load()
         return index
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from txmq.storage.fs import OsFileSystem
+from txmq.storage.fs import FaultyFileSystem, OsFileSystem
 from txmq.storage.index import KeyIndex
-from txmq.storage.index_sealed import SORTED_SUFFIX
+from txmq.storage.index_sealed import ENTRY, SORTED_SUFFIX, open_sealed
 
 
 def keys_of(topic: str, properties: bytes) -> list[str]:
@@ -25,7 +25,7 @@ def _fill(index: KeyIndex, records: int) -> None:
 
 
 def test_full_files_are_sealed_with_companions_and_only_the_active_file_is_in_memory(tmp_path: Path) -> None:
-    index = KeyIndex(OsFileSystem(), str(tmp_path), keys_of, entries_per_file=16, block_entries=4)
+    index = KeyIndex(OsFileSystem(), str(tmp_path), keys_of, entries_per_file=16)
     index.load()
     _fill(index, 100)  # 200 entries: 12 sealed files and 8 entries in the active one
     names = sorted(os.listdir(tmp_path))
@@ -46,7 +46,7 @@ def test_an_index_with_larger_files_reopens_with_the_same_answers(tmp_path: Path
     _fill(old, 100)
     expected = {key: old.lookup(key, 1000, 0, 10**9, 0) for key in ("k0", "k7", "id99", "id3")}
     old.close()
-    reopened = KeyIndex(fs, str(tmp_path), keys_of, entries_per_file=16, block_entries=4)
+    reopened = KeyIndex(fs, str(tmp_path), keys_of, entries_per_file=16)
     reopened.load()
     assert {key: reopened.lookup(key, 1000, 0, 10**9, 0) for key in expected} == expected
     assert sum(len(bucket) for bucket in reopened.entries.values()) <= 16
@@ -58,7 +58,7 @@ def test_an_index_with_larger_files_reopens_with_the_same_answers(tmp_path: Path
 
 
 def test_a_truncation_into_a_sealed_file_unseals_it(tmp_path: Path) -> None:
-    index = KeyIndex(OsFileSystem(), str(tmp_path), keys_of, entries_per_file=16, block_entries=4)
+    index = KeyIndex(OsFileSystem(), str(tmp_path), keys_of, entries_per_file=16)
     index.load()
     _fill(index, 100)
     index.truncate_from_physical(1250)  # inside the second file (entries 16..31 are records 8..15)
@@ -70,3 +70,27 @@ def test_a_truncation_into_a_sealed_file_unseals_it(tmp_path: Path) -> None:
     index.write()
     assert index.lookup("k3", 1000, 0, 10**9, 0) == [1250, 300]
     index.close()
+
+
+def test_a_sealed_file_tells_apart_hashes_that_share_their_32_bit_prefix() -> None:
+    fs = FaultyFileSystem()
+    fs.makedirs("/i")
+    handle = fs.open("/i/00000000000000000000")
+    shared = 0xDEADBEEF << 32
+    entries = [
+        (shared | 1, 10, 1),
+        (5, 20, 2),
+        (shared | 2, 30, 3),
+        (shared | 1, 40, 4),
+        (shared + (1 << 32), 50, 5),
+    ]
+    handle.append(b"".join(ENTRY.pack(*entry) for entry in entries))
+    handle.close()
+    sealed = open_sealed(fs, "/i/00000000000000000000")  # no companion yet: built from the entry file
+    assert sealed.matches(shared | 1) == [(10, 1), (40, 4)]
+    assert sealed.matches(shared | 2) == [(30, 3)]
+    assert sealed.matches(shared | 3) == []
+    assert sealed.matches(5) == [(20, 2)]
+    assert sealed.matches(shared + (1 << 32)) == [(50, 5)]
+    assert sealed.last_offset == 50
+    sealed.close()

@@ -57,8 +57,6 @@ record_bytes_max: Final = body_bytes_max + properties_bytes_max + 64 * KiB
 segment_bytes_default: Final = 1024 * MiB
 segment_bytes_min: Final = 4 * KiB
 index_entries_per_file: Final = 65_536  # key index file; only the newest (unsealed) one is held in a dict
-index_block_entries: Final = 170  # entries per ~4 KiB block of a sealed file's sorted companion (one read)
-index_bloom_bits_per_entry: Final = 10  # ~1% false positives with 7 probes
 consume_queue_unit_bytes: Final = 20
 consume_queue_units_per_file_default: Final = 300_000
 

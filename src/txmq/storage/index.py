@@ -8,8 +8,8 @@ On disk: append-only files in ``<data_dir>/index/`` of 24-byte entries, in log o
 
 Memory is bounded: only the newest (active) file, at most ``index_entries_per_file`` entries, is held
 as a dict from key hash to ``[(offset, store_ms), ...]``. A full file is *sealed*: its entries sorted
-by (hash, offset) go to a companion file and memory keeps a Bloom filter and block fences for it
-(:mod:`txmq.storage.index_sealed`), so pending messages cost disk, not ~300 bytes of RSS each.
+by (hash, offset) go to a companion file and memory keeps only a sorted array of 32-bit hash prefixes
+for it (:mod:`txmq.storage.index_sealed`), so pending messages cost disk, not ~300 bytes of RSS each.
 
 The index is derived: it can be rebuilt from the log (and a companion from its entry file), and a hash
 collision is resolved by the caller re-checking the keys of the record it reads. Which keys a record
@@ -60,14 +60,12 @@ def _active_entries(data: bytes) -> dict[int, list[tuple[int, int]]]:
 
 class KeyIndex:
     def __init__(self, fs: FileSystem, directory: str, keys_fn: IndexKeysFn,
-                 entries_per_file: int = ENTRIES_PER_FILE,
-                 block_entries: int = limits.index_block_entries) -> None:  # fmt: skip
-        invariant(entries_per_file > 0 and block_entries > 0, "index files and blocks hold entries")
+                 entries_per_file: int = ENTRIES_PER_FILE) -> None:  # fmt: skip
+        invariant(entries_per_file > 0, "an index file holds at least one entry")
         self.fs = fs
         self.directory = directory
         self.keys_fn = keys_fn
         self.entries_per_file = entries_per_file
-        self.block_entries = block_entries
         self.files: list[IndexFile] = []  # log order; every file but an active last one is sealed
         self.entries: dict[int, list[tuple[int, int]]] = {}  # the active file (and buffered) entries
         self._pending = bytearray()
@@ -92,7 +90,7 @@ class KeyIndex:
             full = handle.size() >= self.entries_per_file * ENTRY_BYTES
             if position < len(self.files) - 1 or full:
                 handle.close()
-                file.sealed = open_sealed(self.fs, file.path, block=self.block_entries)
+                file.sealed = open_sealed(self.fs, file.path)
             else:
                 file.handle = handle
                 self.entries = _active_entries(handle.read_at(0, handle.size()))
@@ -144,7 +142,7 @@ class KeyIndex:
         data = file.handle.read_at(0, file.handle.size())
         file.handle.close()
         file.handle = None
-        file.sealed = open_sealed(self.fs, file.path, data, self.block_entries)
+        file.sealed = open_sealed(self.fs, file.path, data)
 
     def _unseal(self, file: IndexFile) -> None:
         assert file.sealed is not None
