@@ -50,6 +50,7 @@ class KeyIndexModel(RuleBasedStateMachine):
         self.model: list[tuple[str, int, int]] = []
         self.next_offset = 0
         self.floor = 0  # what the store passes as min_offset: the log's first offset
+        self.synced_offset = 0  # every entry below it is durable
 
     def _open(self) -> KeyIndex:
         index = KeyIndex(self.fs, DIRECTORY, keys_of, ENTRIES_PER_FILE)
@@ -74,6 +75,19 @@ class KeyIndexModel(RuleBasedStateMachine):
     @rule()
     def sync(self) -> None:
         self.index.sync()
+        self.synced_offset = self.next_offset
+
+    @rule()
+    def crash_and_recover(self) -> None:
+        """A power cut keeps a random prefix of unsynced bytes; recovery cuts back to a durable point."""
+        self.index.close()
+        self.fs.crash()
+        self.index = self._open()
+        cut = max(self.synced_offset, self.floor)
+        self.index.truncate_from_physical(cut)
+        self.model = [entry for entry in self.model if entry[1] < cut]
+        self.next_offset = cut
+        self.synced_offset = min(self.synced_offset, cut)
 
     @rule(fraction=st.floats(0, 1))
     def truncate(self, fraction: float) -> None:
@@ -81,6 +95,7 @@ class KeyIndexModel(RuleBasedStateMachine):
         self.index.truncate_from_physical(cut)
         self.model = [entry for entry in self.model if entry[1] < cut]
         self.next_offset = cut
+        self.synced_offset = min(self.synced_offset, cut)
 
     @rule(fraction=st.floats(0, 1))
     def retire(self, fraction: float) -> None:

@@ -29,7 +29,7 @@ import posixpath
 import struct
 import sys
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Final
 
@@ -78,10 +78,13 @@ class SealedFile:
     def matches(self, hashed: int) -> list[tuple[int, int]]:
         """``(offset, store_ms)`` of every entry with ``hashed``, oldest first."""
         prefix = hashed >> 32
-        first = bisect_left(self.prefixes, prefix)
-        end = bisect_right(self.prefixes, prefix, first)
-        if first == end:
-            return []
+        prefixes = self.prefixes
+        first = bisect_left(prefixes, prefix)
+        if first == self.count or prefixes[first] != prefix:
+            return []  # the common case: one bisect in C, no read
+        end = first + 1
+        while end < self.count and prefixes[end] == prefix:
+            end += 1
         data = self.companion.read_at(_HEADER.size + first * ENTRY_BYTES, (end - first) * ENTRY_BYTES)
         entries = ENTRY.iter_unpack(data)
         return [(offset, store_ms) for entry_hash, offset, store_ms in entries if entry_hash == hashed]
