@@ -150,5 +150,5 @@ class KeyIndexModel(RuleBasedStateMachine):
             self.index.close()
 
 
-KeyIndexModel.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+KeyIndexModel.TestCase.settings = settings(max_examples=120, stateful_step_count=30, deadline=None)
 TestKeyIndexModel = KeyIndexModel.TestCase

@@ -221,12 +221,12 @@ class KeyIndex:
                 if offset >= physical_offset:
                     break
                 keep = keep_index + 1
-            if keep * ENTRY_BYTES == len(data):
-                break
-            handle.truncate(keep * ENTRY_BYTES)
-            self._dirty = True
+            if keep * ENTRY_BYTES < len(data):
+                handle.truncate(keep * ENTRY_BYTES)
+                self._dirty = True
             if keep > 0 or len(self.files) == 1:
                 break
+            # Empty now (or already: a power cut right after _new_file): the cut may reach further back.
             handle.close()
             self.fs.remove(file.path)
             self.files.pop()
