@@ -143,7 +143,7 @@ class KeyIndexModel(RuleBasedStateMachine):
     @invariant()
     def memory_holds_only_the_active_file(self) -> None:
         if hasattr(self, "index"):
-            assert sum(len(bucket) for bucket in self.index.entries.values()) <= ENTRIES_PER_FILE
+            assert len(self.index.active) <= ENTRIES_PER_FILE
 
     def teardown(self) -> None:
         if hasattr(self, "index"):

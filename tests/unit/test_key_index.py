@@ -31,7 +31,7 @@ def test_full_files_are_sealed_with_companions_and_only_the_active_file_is_in_me
     names = sorted(os.listdir(tmp_path))
     assert len([name for name in names if name.endswith(SORTED_SUFFIX)]) == 12
     assert len([name for name in names if name.isdigit()]) == 13
-    assert sum(len(bucket) for bucket in index.entries.values()) == 8
+    assert len(index.active) == 8
     assert index.lookup("k3", 1000, 0, 10**9, 0) == [number * 100 for number in range(93, -1, -10)]
     assert index.lookup("id57", 10, 0, 10**9, 0) == [5700]
     assert index.lookup("k3", 2, 1020, 1050, 0) == [4300, 3300]
@@ -49,7 +49,7 @@ def test_an_index_with_larger_files_reopens_with_the_same_answers(tmp_path: Path
     reopened = KeyIndex(fs, str(tmp_path), keys_of, entries_per_file=16)
     reopened.load()
     assert {key: reopened.lookup(key, 1000, 0, 10**9, 0) for key in expected} == expected
-    assert sum(len(bucket) for bucket in reopened.entries.values()) <= 16
+    assert len(reopened.active) <= 16
     _fill_more = [reopened.add("T", b"k0", 20_000 + number, 5000) for number in range(40)]
     assert len(_fill_more) == 40
     reopened.write()
