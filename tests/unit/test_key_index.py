@@ -1,0 +1,96 @@
+"""The key index on a real disk: sealed files get sorted companions, memory holds only the active
+file, and an index written with bigger files (the old 1,000,000-entry layout) still answers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from txmq.storage.fs import FaultyFileSystem, OsFileSystem
+from txmq.storage.index import KeyIndex
+from txmq.storage.index_sealed import ENTRY, SORTED_SUFFIX, open_sealed
+
+
+def keys_of(topic: str, properties: bytes) -> list[str]:
+    return properties.decode().split()
+
+
+def _fill(index: KeyIndex, records: int) -> None:
+    for number in range(records):
+        index.add("T", f"k{number % 10} id{number}".encode(), number * 100, 1000 + number)
+        if number % 5 == 4:
+            index.write()
+    index.write()
+    index.sync()
+
+
+def test_full_files_are_sealed_with_companions_and_only_the_active_file_is_in_memory(tmp_path: Path) -> None:
+    index = KeyIndex(OsFileSystem(), str(tmp_path), keys_of, entries_per_file=16)
+    index.load()
+    _fill(index, 100)  # 200 entries: 12 sealed files and 8 entries in the active one
+    names = sorted(os.listdir(tmp_path))
+    assert len([name for name in names if name.endswith(SORTED_SUFFIX)]) == 12
+    assert len([name for name in names if name.isdigit()]) == 13
+    assert len(index.active) == 8
+    assert index.lookup("k3", 1000, 0, 10**9, 0) == [number * 100 for number in range(93, -1, -10)]
+    assert index.lookup("id57", 10, 0, 10**9, 0) == [5700]
+    assert index.lookup("k3", 2, 1020, 1050, 0) == [4300, 3300]
+    assert index.lookup("absent", 10, 0, 10**9, 0) == []
+    index.close()
+
+
+def test_an_index_with_larger_files_reopens_with_the_same_answers(tmp_path: Path) -> None:
+    fs = OsFileSystem()
+    old = KeyIndex(fs, str(tmp_path), keys_of, entries_per_file=64)
+    old.load()
+    _fill(old, 100)
+    expected = {key: old.lookup(key, 1000, 0, 10**9, 0) for key in ("k0", "k7", "id99", "id3")}
+    old.close()
+    reopened = KeyIndex(fs, str(tmp_path), keys_of, entries_per_file=16)
+    reopened.load()
+    assert {key: reopened.lookup(key, 1000, 0, 10**9, 0) for key in expected} == expected
+    assert len(reopened.active) <= 16
+    _fill_more = [reopened.add("T", b"k0", 20_000 + number, 5000) for number in range(40)]
+    assert len(_fill_more) == 40
+    reopened.write()
+    assert reopened.lookup("k0", 3, 0, 10**9, 0) == [20_039, 20_038, 20_037]
+    reopened.close()
+
+
+def test_a_truncation_into_a_sealed_file_unseals_it(tmp_path: Path) -> None:
+    index = KeyIndex(OsFileSystem(), str(tmp_path), keys_of, entries_per_file=16)
+    index.load()
+    _fill(index, 100)
+    index.truncate_from_physical(1250)  # inside the second file (entries 16..31 are records 8..15)
+    names = sorted(os.listdir(tmp_path))
+    assert [name for name in names if name.endswith(SORTED_SUFFIX)] == [names[0] + SORTED_SUFFIX]
+    assert index.lookup("k2", 1000, 0, 10**9, 0) == [1200, 200]
+    assert index.lookup("k3", 1000, 0, 10**9, 0) == [300]
+    index.add("T", b"k3", 1250, 7)
+    index.write()
+    assert index.lookup("k3", 1000, 0, 10**9, 0) == [1250, 300]
+    index.close()
+
+
+def test_a_sealed_file_tells_apart_hashes_that_share_their_32_bit_prefix() -> None:
+    fs = FaultyFileSystem()
+    fs.makedirs("/i")
+    handle = fs.open("/i/00000000000000000000")
+    shared = 0xDEADBEEF << 32
+    entries = [
+        (shared | 1, 10, 1),
+        (5, 20, 2),
+        (shared | 2, 30, 3),
+        (shared | 1, 40, 4),
+        (shared + (1 << 32), 50, 5),
+    ]
+    handle.append(b"".join(ENTRY.pack(*entry) for entry in entries))
+    handle.close()
+    sealed = open_sealed(fs, "/i/00000000000000000000")  # no companion yet: built from the entry file
+    assert sealed.matches(shared | 1) == [(10, 1), (40, 4)]
+    assert sealed.matches(shared | 2) == [(30, 3)]
+    assert sealed.matches(shared | 3) == []
+    assert sealed.matches(5) == [(20, 2)]
+    assert sealed.matches(shared + (1 << 32)) == [(50, 5)]
+    assert sealed.last_offset == 50
+    sealed.close()
