@@ -32,12 +32,18 @@ CHECKPOINT_FILE: Final = "checkpoint"
 
 def write_meta(fs: FileSystem, path: str, payload: bytes) -> None:
     """Atomically replace ``path`` with a checksummed ``payload`` (temp, fsync, rename, fsync dir)."""
+    replace_file(fs, path, _FRAME.pack(META_MAGIC, len(payload), crc32c.crc32c(payload)) + payload)
+
+
+def replace_file(fs: FileSystem, path: str, data: bytes) -> None:
+    """Atomically replace ``path`` with ``data``: temp file, fsync, rename, fsync of the directory, so a
+    crash leaves the old file or the new one, never a mix."""
     temp = path + ".tmp"
     if fs.exists(temp):
         fs.remove(temp)
     handle = fs.open(temp)
     try:
-        handle.append(_FRAME.pack(META_MAGIC, len(payload), crc32c.crc32c(payload)) + payload)
+        handle.append(data)
         handle.sync()
     finally:
         handle.close()

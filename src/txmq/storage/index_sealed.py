@@ -25,7 +25,6 @@ match the entry file's count, :func:`open_sealed` rebuilds it from the entry fil
 
 from __future__ import annotations
 
-import posixpath
 import struct
 import sys
 from array import array
@@ -35,6 +34,7 @@ from typing import Final
 
 import crc32c
 
+from txmq.storage.checkpoint import replace_file
 from txmq.storage.fs import FileHandle, FileSystem
 
 ENTRY: Final = struct.Struct(">Qqq")
@@ -136,15 +136,5 @@ def open_sealed(fs: FileSystem, entry_path: str, entry_data: bytes | None = None
 
 
 def write_companion(fs: FileSystem, path: str, data: bytes) -> None:
-    """Atomically replace ``path`` (temp, fsync, rename, fsync dir) so a crash leaves old or new."""
-    temp = path + ".tmp"
-    if fs.exists(temp):
-        fs.remove(temp)
-    handle = fs.open(temp)
-    try:
-        handle.append(data)
-        handle.sync()
-    finally:
-        handle.close()
-    fs.rename(temp, path)
-    fs.sync_dir(posixpath.dirname(path) or ".")
+    """Atomically replace ``path`` so a crash leaves the old companion or the new one."""
+    replace_file(fs, path, data)
