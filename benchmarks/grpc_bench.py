@@ -54,6 +54,7 @@ from tests.integration.remoting_support import wait_for_line  # noqa: E402
 
 from txmq.common.message import MessageType, MessageView  # noqa: E402
 from txmq.protocol.grpc import convert, pb  # noqa: E402
+from txmq.server.runtime import install_uvloop  # noqa: E402
 
 S = pb.service
 BODY = os.urandom(512).hex().encode()  # 1 KB
@@ -464,15 +465,6 @@ def _py_spy(out_dir: str, target: Target, workload: str, rnd: int, seconds: floa
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _install_uvloop() -> None:
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:
-        pass
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -497,7 +489,7 @@ def main() -> None:
     parser.add_argument("--serve-bare", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.loop == "uvloop":
-        _install_uvloop()  # like `txmq broker`: the same loop on both sides
+        install_uvloop()  # like `txmq broker`: the same loop on both sides
     if args.serve_bare:
         asyncio.run(_serve_bare(args.serve_bare, args.bare_fsync_dir))
     else:

@@ -53,6 +53,8 @@ import psutil  # noqa: E402
 from tests.conftest import subprocess_env  # noqa: E402
 from tests.integration.grpc_harness import BrokerProcess  # noqa: E402
 
+from txmq.server.runtime import install_uvloop  # noqa: E402
+
 BODY = os.urandom(512).hex().encode()  # 1 KB
 PRODUCERS = 8
 WARMUP_S = 1.0
@@ -68,7 +70,7 @@ def _worker_main(args: argparse.Namespace) -> None:
     if args.worker == "grpc-official":
         result = _official_worker(args)
     else:
-        _install_uvloop()
+        install_uvloop()
         result = asyncio.run(_sdk_worker(args))
     print(json.dumps(result), flush=True)
 
@@ -508,15 +510,6 @@ async def _touch_empty(data_dir: Path) -> None:
 
     broker = await Broker.open(BrokerConfig(data_dir=str(data_dir)))
     await broker.close()
-
-
-def _install_uvloop() -> None:
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:
-        pass
 
 
 def main() -> None:

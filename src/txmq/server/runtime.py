@@ -91,11 +91,16 @@ async def run_until_signalled(config: BrokerConfig) -> None:
     print("txmq broker stopped", flush=True)
 
 
-def run(config: BrokerConfig) -> None:
+def install_uvloop() -> None:
+    """Make uvloop the event loop policy when it is installed (the broker's loop; benchmarks use it too)."""
     try:
         import uvloop
 
         uvloop.install()
     except ImportError:
         pass
+
+
+def run(config: BrokerConfig) -> None:
+    install_uvloop()
     asyncio.run(run_until_signalled(config))
