@@ -5,6 +5,8 @@ RocketMQ remoting protocol through a name server (default, ``"host:9876"``) and 
 (``transport="grpc"``, ``"host:8081"``). Everything listed in ``__all__`` is public and stable.
 """
 
+from typing import TYPE_CHECKING
+
 from txmq.client._backoff import Backoff, ClientStatus
 from txmq.client._consume import ConsumeFrom, ConsumeResult, MessageListener
 from txmq.client._producer import Producer
@@ -22,7 +24,6 @@ from txmq.client.blocking import (
     BlockingSimpleConsumer,
     BlockingTransactionProducer,
 )
-from txmq.client.idempotency import Deduplicator
 from txmq.client.transaction_state import LocalTransactionState, TransactionListener
 from txmq.common.errors import (
     ClientClosed,
@@ -32,6 +33,19 @@ from txmq.common.errors import (
     Unsupported,
 )
 from txmq.common.message import Message, MessageQueue, MessageView, SendResult
+
+if TYPE_CHECKING:
+    from txmq.client.idempotency import Deduplicator
+
+
+def __getattr__(name: str) -> object:
+    """``Deduplicator`` is loaded on first use: it needs SQLAlchemy, which costs most of the import time."""
+    if name == "Deduplicator":
+        from txmq.client.idempotency import Deduplicator
+
+        return Deduplicator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Backoff",
