@@ -33,17 +33,12 @@ from typing import Any
 from txmq.client import Message, Producer, PullConsumer, SimpleConsumer
 from txmq.common import limits
 from txmq.common.errors import TooManyRequests, TxmqError
+from txmq.common.ports import free_port
 from txmq.protocol.remoting.codes import RequestCode, ResponseCode
 from txmq.protocol.remoting.connection import NEED_DATA, RemotingConnection, Response
 
 MiB = 1024 * 1024
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # + empty SETTINGS
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def rss_mib(pid: int, field: str = "VmRSS") -> float:
@@ -57,7 +52,7 @@ def rss_mib(pid: int, field: str = "VmRSS") -> float:
 
 class Broker:
     def __init__(self, root: Path, connections_max: int, flush: str) -> None:
-        self.ports = {"grpc": _free_port(), "remoting": _free_port(), "namesrv": _free_port()}
+        self.ports = {"grpc": free_port(), "remoting": free_port(), "namesrv": free_port()}
         config = root / "broker.json"
         config.write_text(json.dumps({"connections_max": connections_max}))
         home = root / "home"

@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from pathlib import Path
 
 import pytest
 
+from txmq.common.ports import free_port as free_port  # re-exported: tests and benchmarks import it from here
+
 REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "src"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def subprocess_env(home: Path) -> dict[str, str]:

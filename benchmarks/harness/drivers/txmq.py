@@ -26,7 +26,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import struct
 import sys
 import tempfile
@@ -53,6 +52,7 @@ from txmq.client import (
 from txmq.client import Producer as SdkProducer
 from txmq.client._factory import make_transport
 from txmq.common import limits
+from txmq.common.ports import free_port
 
 Flush = Literal["sync", "async"]
 Transport = Literal["remoting", "grpc"]
@@ -66,12 +66,6 @@ _CHECKOUT = Path(__file__).resolve().parents[3]  # holds benchmarks/ (for the pr
 LENGTH = struct.Struct(">I")
 READY = b"R"
 OK = b"\x00"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _src_dir() -> Path:
@@ -254,7 +248,7 @@ class TxmqDriver:
         self._dir = Path(tempfile.mkdtemp(prefix="bench-txmq-"))
         home = self._dir / "home"
         home.mkdir()
-        self._ports = (_free_port(), _free_port(), _free_port())
+        self._ports = (free_port(), free_port(), free_port())
         grpc_port, remoting_port, namesrv_port = self._ports
         env = dict(os.environ)
         env["PYTHONPATH"] = str(_src_dir()) + os.pathsep + env.get("PYTHONPATH", "")

@@ -26,18 +26,11 @@ import sqlalchemy as sa
 
 from txmq.client.idempotency import Deduplicator
 from txmq.client.txtable import TransactionTable
+from txmq.common.ports import free_port
 from txmq.demo import bank
 from txmq.demo.services import CONSUMER_GROUP, TOPIC, transfer_of
 
 READY = "txmq broker ready on"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Process:
@@ -100,7 +93,7 @@ class Demo:
         self.seed = seed
         self.faults = faults
         self.lines: queue.Queue[tuple[str, str | None]] = queue.Queue()
-        self.ports = {"grpc": _free_port(), "remoting": _free_port(), "namesrv": _free_port()}
+        self.ports = {"grpc": free_port(), "remoting": free_port(), "namesrv": free_port()}
         self.db_a = db_url or f"sqlite:///{data_dir / 'bank_a.db'}"
         self.db_b = db_url or f"sqlite:///{data_dir / 'bank_b.db'}"
         self.report = Report(transfers)
