@@ -27,6 +27,8 @@ from txmq.common import errors
 from .model import Decision, DecisionSource, TxnState, apply_decision
 
 ENCODING_VERSION: Final = 1
+# json.dumps builds a new encoder per call for non-default separators; the encoding is the same
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _E = TypeVar("_E", bound=enum.Enum)
 
 
@@ -68,7 +70,7 @@ class TxnEvent:
             doc["decision"] = self.decision.value
         if self.detail:
             doc["detail"] = self.detail
-        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+        return _ENCODER.encode(doc).encode()
 
     @staticmethod
     def decode(data: bytes) -> TxnEvent:

@@ -137,7 +137,9 @@ class TransactionService:
             raise errors.InvalidTransactionId(
                 f"transaction {transaction_id} belongs to another topic than {topic}"
             )
-        lock = self._deciding.setdefault(half_offset, asyncio.Lock())
+        lock = self._deciding.get(half_offset)
+        if lock is None:
+            lock = self._deciding[half_offset] = asyncio.Lock()
         try:
             async with lock:
                 await self._decide(
@@ -166,7 +168,7 @@ class TransactionService:
             if from_check
             else DecisionSource.PRODUCER
         )
-        state = self._state_of(half_offset)
+        state = self._state_of(half_offset, half.queue_offset)
         outcome = apply_decision(state, decision, source)
         now = self._clock.now_ms()
         event = TxnEvent(
@@ -210,15 +212,18 @@ class TransactionService:
         txid = {props.TRANSACTION_ID: self.transaction_id_of(half.physical_offset)}
         return to_real_topic(half, decoded, sys_flag=SysFlag.TRANSACTION_COMMIT, extra=txid)
 
-    def _state_of(self, half_offset: int) -> TxnState:
+    def _state_of(self, half_offset: int, queue_offset: int | None = None) -> TxnState:
+        """The state of the half message at ``half_offset`` (``queue_offset``: its half-queue offset,
+        when the caller has read the record already)."""
         watch = self._watched.get(half_offset)
         if watch is not None:
             return watch.record.state
         early = self._early.get(half_offset)
         if early is not None:
             return early.state
-        half = self._store.read(half_offset)
-        if half.queue_offset >= self._cursor:
+        if queue_offset is None:
+            queue_offset = self._store.read(half_offset).queue_offset
+        if queue_offset >= self._cursor:
             return TxnState.PENDING
         return fold(self._events_of(half_offset)).state  # resolved long ago: ask the op log
 
@@ -408,8 +413,8 @@ class TransactionService:
     # ---- operators -----------------------------------------------------------------------------
     async def resume(self, transaction_id: str) -> None:
         half_offset = self._half_offset(transaction_id)
-        self._read_half(half_offset)
-        if self._state_of(half_offset) is not TxnState.DISCARDED:
+        half = self._read_half(half_offset)
+        if self._state_of(half_offset, half.queue_offset) is not TxnState.DISCARDED:
             raise errors.Conflict(
                 f"transaction {transaction_id} is not discarded; only discarded ones resume"
             )
@@ -472,7 +477,7 @@ class TransactionService:
             "topic": decoded.get(props.REAL_TOPIC, ""),
             "producer_group": decoded.get(props.PRODUCER_GROUP, ""),
             "stored_ms": half.born_timestamp_ms,
-            "state": self._state_of(half_offset).value,
+            "state": self._state_of(half_offset, half.queue_offset).value,
             "checks": record.checks_delivered,
             "history": [{"kind": "HALF_STORED", "at_ms": half.born_timestamp_ms}]
             + [
