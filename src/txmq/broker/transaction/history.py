@@ -148,7 +148,16 @@ def step(record: TxnRecord, event: TxnEvent) -> TxnRecord:
         outcome = apply_decision(record.state, event.decision, event.source or DecisionSource.PRODUCER)
         if not outcome.changed:
             return record
-        return replace(record, state=outcome.state, decided_ms=event.at_ms, decided_by=event.source)
+        # replace(record, state=..., decided_ms=..., decided_by=...) written out: once per transaction
+        return TxnRecord(
+            state=outcome.state,
+            stored_ms=record.stored_ms,
+            checks_delivered=record.checks_delivered,
+            last_check_ms=record.last_check_ms,
+            decided_ms=event.at_ms,
+            decided_by=event.source,
+            conflicts=record.conflicts,
+        )
     if kind is EventKind.CONFLICT:
         return replace(record, conflicts=record.conflicts + 1)
     if kind is EventKind.DISCARDED and record.state is TxnState.PENDING:

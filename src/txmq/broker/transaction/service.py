@@ -52,6 +52,8 @@ _FILE = "transactions.json"
 _HALF_PROPERTY = "__TXMQ_HALF"
 _CURSOR_UNITS = 512
 _SAVE_EVERY_MS = 1_000
+_NEW = TxnRecord()  # frozen: one shared "nothing happened yet"
+_SEP, _END = props.NAME_VALUE_SEPARATOR, props.PROPERTY_SEPARATOR
 
 
 def op_key(half_offset: int) -> str:
@@ -91,11 +93,13 @@ class TransactionService:
         self._deciding: dict[int, asyncio.Lock] = {}  # one decision at a time per half message
         self.checks_sent = 0
         self.discarded = 0
+        host, port = split_host(self._store.config.store_host)
+        self._txid_prefix = msgid.offset_message_id(host, port, 0)[:16]  # ip and port: fixed per broker
 
     # ---- identity ------------------------------------------------------------------------------
     def transaction_id_of(self, half_offset: int) -> str:
-        host, port = split_host(self._store.config.store_host)
-        return msgid.offset_message_id(host, port, half_offset)
+        """The offset message id of the half message (``msgid.offset_message_id``, prefix cached)."""
+        return f"{self._txid_prefix}{half_offset:016X}"
 
     def _half_offset(self, transaction_id: str) -> int:
         parsed = msgid.parse_offset_message_id(transaction_id)
@@ -237,12 +241,16 @@ class TransactionService:
         return events
 
     def _op_request(self, half_offset: int, event: TxnEvent) -> PutRequest:
-        properties = {props.KEYS: op_key(half_offset), _HALF_PROPERTY: str(half_offset), props.TAGS: "d"}
+        # props.encode({KEYS: op_key(o), _HALF_PROPERTY: str(o), TAGS: "d"}), written out: digits only
+        properties = (
+            f"{props.KEYS}{_SEP}{op_key(half_offset)}{_END}{_HALF_PROPERTY}{_SEP}{half_offset}{_END}"
+            f"{props.TAGS}{_SEP}d{_END}"
+        )
         return PutRequest(
             topic=names.OP_HALF_TOPIC,
             queue_id=0,
             body=event.encode(),
-            properties=props.encode(properties),
+            properties=properties.encode(),
             born_timestamp_ms=event.at_ms,
         )
 
@@ -256,7 +264,7 @@ class TransactionService:
         self._op_applied = max(self._op_applied, op_queue_offset + 1)
         watch = self._watched.get(half_offset)
         if watch is None:
-            self._early[half_offset] = step(self._early.get(half_offset, TxnRecord()), event)
+            self._early[half_offset] = step(self._early.get(half_offset, _NEW), event)
             return
         watch.record = step(watch.record, event)
         if watch.record.state.is_terminal:
@@ -316,7 +324,7 @@ class TransactionService:
             chunk = _CURSOR_UNITS
 
     def _watch(self, half_offset: int, queue_offset: int, stored_ms: int) -> None:
-        record = self._early.pop(half_offset, TxnRecord())
+        record = self._early.pop(half_offset, _NEW)
         if record.state.is_terminal:
             return
         try:
