@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from txmq.broker.records import split_host, to_view
 from txmq.broker.reput import to_real_topic
@@ -503,17 +504,27 @@ class TransactionService:
 
     # ---- persistence ---------------------------------------------------------------------------
     def save(self) -> None:
-        self._meta.save_json(
-            _FILE,
-            {
-                "cursor": self._cursor,
-                "op_applied": self._op_applied,
-                "watched": [
-                    [o, _record_json(w.record), w.queue_offset, w.immunity_ms, w.producer_group, w.real_topic]
-                    for o, w in self._watched.items()
-                ],
-                "early": [[o, _record_json(r)] for o, r in self._early.items()],
-            },
+        self._meta.save_encoded(_FILE, self.snapshot_json().encode("utf-8"))
+
+    def snapshot_json(self) -> str:
+        """The snapshot document as JSON text: ``{"cursor", "early", "op_applied", "watched"}``.
+
+        ``early`` holds about rate x timeout entries, nearly all decided with nothing else recorded; their
+        ``[offset, record]`` pairs are written from one cached fragment per state, which keeps a snapshot
+        of tens of thousands of them to a few milliseconds (json.dumps of the lists took ~1.6 us each,
+        every second, on the event loop). The document is the same one ``json.dumps`` would write.
+        """
+        watched = [
+            [o, _record_json(w.record), w.queue_offset, w.immunity_ms, w.producer_group, w.real_topic]
+            for o, w in self._watched.items()
+        ]
+        early = ",".join(
+            f"[{o},{_PLAIN_JSON[r.state]}]" if _is_plain(r) else _dumps([o, _record_json(r)])
+            for o, r in self._early.items()
+        )
+        return (
+            f'{{"cursor":{self._cursor},"early":[{early}],"op_applied":{self._op_applied},'
+            f'"watched":{_dumps(watched)}}}'
         )
 
     async def recover(self) -> None:
@@ -538,6 +549,20 @@ class TransactionService:
             low = read.next_offset
 
 
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _is_plain(record: TxnRecord) -> bool:
+    """Only its state is persisted with a non-default value (a decided early record)."""
+    return (
+        record.stored_ms is None
+        and record.checks_delivered == 0
+        and record.last_check_ms is None
+        and record.conflicts == 0
+    )
+
+
 def _record_json(record: TxnRecord) -> list[Any]:
     return [
         record.state.value,
@@ -546,6 +571,9 @@ def _record_json(record: TxnRecord) -> list[Any]:
         record.last_check_ms,
         record.conflicts,
     ]
+
+
+_PLAIN_JSON: Final = {state: _dumps(_record_json(TxnRecord(state=state))) for state in TxnState}
 
 
 def _record_from(data: list[Any]) -> TxnRecord:
