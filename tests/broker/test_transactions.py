@@ -185,3 +185,41 @@ async def test_transaction_with_delay_is_delayed_from_commit(broker: Broker, clo
     clock.advance(1)
     await broker.tick(clock.now_ms())
     assert await visible(broker) == [b"later"]
+
+
+async def test_snapshot_with_early_decisions_restores_them(tmp_path: Path, clock: FakeClock) -> None:
+    """Decided halves the cursor has not reached are in the snapshot (written from cached fragments,
+    the same document json.dumps writes); after a restart they are neither checked nor decided again."""
+    import json
+
+    config = make_config(tmp_path)
+    broker = await Broker.open(config, clock=clock)
+    attach_producer(broker, "p1", "pg")
+    pending_mid, pending_tx = await half(broker, b"pending")
+    clock.advance(6_000)
+    await broker.tick(clock.now_ms())  # the pending half is watched and checked once
+    decided = [await half(broker, f"d{k}".encode()) for k in range(3)]
+    for k, (mid, txid) in enumerate(decided):
+        await end(broker, mid, txid, k != 1)  # commit, roll back, commit: early records
+    conflicted_mid, conflicted_tx = decided[0]
+    with pytest.raises(errors.Conflict):
+        await end(broker, conflicted_mid, conflicted_tx, False)  # an early record with a conflict
+    service = broker.transactions
+    text = service.snapshot_json()
+    document = json.loads(text)
+    assert text == json.dumps(document, sort_keys=True, separators=(",", ":"))
+    assert len(document["early"]) == 3 and len(document["watched"]) == 1
+    service.save()
+    await broker.close()
+
+    broker = await Broker.open(config, clock=clock)
+    try:
+        assert json.loads(broker.transactions.snapshot_json()) == document
+        channel = attach_producer(broker, "p1", "pg")
+        clock.advance(60_000)
+        await broker.tick(clock.now_ms())
+        assert [t for _, t in channel.checks] == [pending_tx]  # decided ones are never checked
+        await end(broker, pending_mid, pending_tx, False)
+        assert sorted(await visible(broker)) == [b"d0", b"d2"]
+    finally:
+        await broker.close()

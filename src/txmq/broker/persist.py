@@ -39,7 +39,10 @@ class MetaFiles:
     def save_json(self, name: str, value: Any) -> None:
         """Replace the file atomically; a disk error (ENOSPC, EIO) surfaces as StorageError so a
         request that had to save metadata (a topic auto-created on send) fails with a clear code."""
-        payload = json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        self.save_encoded(name, json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+
+    def save_encoded(self, name: str, payload: bytes) -> None:
+        """:meth:`save_json` for a caller that encoded its (large) JSON value itself."""
         path = str(self._dir / name)
         try:
             write_meta(self._fs, path, payload)

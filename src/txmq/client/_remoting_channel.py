@@ -5,6 +5,10 @@ bytes. Requests are pipelined: each gets a future keyed by its opaque and many m
 connection. Requests the broker starts (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED) go to an
 ``on_request`` callback, run as tasks so a slow callback never stalls the reader.
 
+A oneway frame (END_TRANSACTION, oneway sends) is held until the end of the event-loop turn, so the
+request that usually follows it in the same turn (a transactional producer's next half message) carries
+it in one socket write; it is never held longer than that turn and keeps its order on the connection.
+
 A broken connection fails its pending requests with ``ConnectionError_`` (retriable); the pool opens a
 new one on the next request, pausing with back-off and jitter after consecutive failures, and calls
 ``on_connect`` so the owner re-registers (heartbeats carry producer groups and subscriptions).
@@ -65,6 +69,7 @@ class RemotingChannel:
         self._futures: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._held: list[bytes] = []  # oneway frames written at the end of this loop turn
         self.answered = False  # a response arrived: the peer behind this socket really serves
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
 
@@ -108,16 +113,34 @@ class RemotingChannel:
             self._futures.pop(cmd.opaque, None)
 
     async def oneway(self, code: int, ext_fields: dict[str, str], body: bytes = b"") -> None:
-        """Send a request that gets no response (written, not acknowledged)."""
+        """Send a request that gets no response (written at the end of this loop turn, or with the next
+        write before it; not acknowledged)."""
         if self._closed:
             raise errors.ConnectionError_(f"connection to {self.addr} is closed")
-        await self._write(self._conn.send(self._conn.new_request(code, ext_fields, body, oneway=True)))
+        data = self._conn.send(self._conn.new_request(code, ext_fields, body, oneway=True))
+        if not self._held:
+            asyncio.get_running_loop().call_soon(self._write_held)
+        self._held.append(data)
+
+    def _write_held(self) -> None:
+        if not self._held or self._closed:
+            return
+        data = b"".join(self._held)
+        self._held.clear()
+        try:
+            self._writer.write(data)
+        except (OSError, RuntimeError) as exc:
+            self._fail(f"write failed: {exc}")
 
     async def respond(self, cmd: RemotingCommand) -> None:
         if not self._closed:
             await self._write(self._conn.send(cmd))
 
     async def _write(self, data: bytes) -> None:
+        if self._held:  # oneway frames queued before this one go first, in the same write
+            self._held.append(data)
+            data = b"".join(self._held)
+            self._held.clear()
         try:
             self._writer.write(data)
             transport = self._writer.transport
@@ -185,7 +208,8 @@ class RemotingChannel:
         self._writer.close()
 
     async def close(self) -> None:
-        """Close; pending requests fail with ``ConnectionError_``."""
+        """Close; held oneway frames are written first, pending requests fail with ``ConnectionError_``."""
+        self._write_held()
         self._fail("closed locally")
         self._read_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, OSError):

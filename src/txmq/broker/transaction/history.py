@@ -27,6 +27,8 @@ from txmq.common import errors
 from .model import Decision, DecisionSource, TxnState, apply_decision
 
 ENCODING_VERSION: Final = 1
+# json.dumps builds a new encoder per call for non-default separators; the encoding is the same
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _E = TypeVar("_E", bound=enum.Enum)
 
 
@@ -68,7 +70,7 @@ class TxnEvent:
             doc["decision"] = self.decision.value
         if self.detail:
             doc["detail"] = self.detail
-        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+        return _ENCODER.encode(doc).encode()
 
     @staticmethod
     def decode(data: bytes) -> TxnEvent:
@@ -146,7 +148,16 @@ def step(record: TxnRecord, event: TxnEvent) -> TxnRecord:
         outcome = apply_decision(record.state, event.decision, event.source or DecisionSource.PRODUCER)
         if not outcome.changed:
             return record
-        return replace(record, state=outcome.state, decided_ms=event.at_ms, decided_by=event.source)
+        # replace(record, state=..., decided_ms=..., decided_by=...) written out: once per transaction
+        return TxnRecord(
+            state=outcome.state,
+            stored_ms=record.stored_ms,
+            checks_delivered=record.checks_delivered,
+            last_check_ms=record.last_check_ms,
+            decided_ms=event.at_ms,
+            decided_by=event.source,
+            conflicts=record.conflicts,
+        )
     if kind is EventKind.CONFLICT:
         return replace(record, conflicts=record.conflicts + 1)
     if kind is EventKind.DISCARDED and record.state is TxnState.PENDING:

@@ -98,13 +98,21 @@ TRANSITIONS: Final[dict[tuple[TxnState, Decision], OutcomeKind]] = {
 }
 
 
-def apply_decision(state: TxnState, decision: Decision, source: DecisionSource) -> DecisionOutcome:
-    """The outcome of ``decision`` (from ``source``) on a message in ``state``; see the module rules."""
-    del source  # recorded by the caller in the history; it does not change the outcome (module docstring)
+def _outcome(state: TxnState, decision: Decision) -> DecisionOutcome:
     kind = TRANSITIONS[(state, decision)]
     if kind is OutcomeKind.ACCEPTED:
         return DecisionOutcome(kind, _TARGET[decision], late=state is TxnState.DISCARDED)
     return DecisionOutcome(kind, state)
+
+
+# Outcomes are frozen values of (state, decision) only: built once, not per decision
+_OUTCOMES: Final = {pair: _outcome(*pair) for pair in TRANSITIONS}
+
+
+def apply_decision(state: TxnState, decision: Decision, source: DecisionSource) -> DecisionOutcome:
+    """The outcome of ``decision`` (from ``source``) on a message in ``state``; see the module rules."""
+    del source  # recorded by the caller in the history; it does not change the outcome (module docstring)
+    return _OUTCOMES[(state, decision)]
 
 
 def can_discard(state: TxnState) -> bool:

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from txmq.broker.records import split_host, to_view
 from txmq.broker.reput import to_real_topic
@@ -52,6 +53,8 @@ _FILE = "transactions.json"
 _HALF_PROPERTY = "__TXMQ_HALF"
 _CURSOR_UNITS = 512
 _SAVE_EVERY_MS = 1_000
+_NEW = TxnRecord()  # frozen: one shared "nothing happened yet"
+_SEP, _END = props.NAME_VALUE_SEPARATOR, props.PROPERTY_SEPARATOR
 
 
 def op_key(half_offset: int) -> str:
@@ -91,11 +94,13 @@ class TransactionService:
         self._deciding: dict[int, asyncio.Lock] = {}  # one decision at a time per half message
         self.checks_sent = 0
         self.discarded = 0
+        host, port = split_host(self._store.config.store_host)
+        self._txid_prefix = msgid.offset_message_id(host, port, 0)[:16]  # ip and port: fixed per broker
 
     # ---- identity ------------------------------------------------------------------------------
     def transaction_id_of(self, half_offset: int) -> str:
-        host, port = split_host(self._store.config.store_host)
-        return msgid.offset_message_id(host, port, half_offset)
+        """The offset message id of the half message (``msgid.offset_message_id``, prefix cached)."""
+        return f"{self._txid_prefix}{half_offset:016X}"
 
     def _half_offset(self, transaction_id: str) -> int:
         parsed = msgid.parse_offset_message_id(transaction_id)
@@ -137,7 +142,9 @@ class TransactionService:
             raise errors.InvalidTransactionId(
                 f"transaction {transaction_id} belongs to another topic than {topic}"
             )
-        lock = self._deciding.setdefault(half_offset, asyncio.Lock())
+        lock = self._deciding.get(half_offset)
+        if lock is None:
+            lock = self._deciding[half_offset] = asyncio.Lock()
         try:
             async with lock:
                 await self._decide(
@@ -166,7 +173,7 @@ class TransactionService:
             if from_check
             else DecisionSource.PRODUCER
         )
-        state = self._state_of(half_offset)
+        state = self._state_of(half_offset, half.queue_offset)
         outcome = apply_decision(state, decision, source)
         now = self._clock.now_ms()
         event = TxnEvent(
@@ -210,15 +217,18 @@ class TransactionService:
         txid = {props.TRANSACTION_ID: self.transaction_id_of(half.physical_offset)}
         return to_real_topic(half, decoded, sys_flag=SysFlag.TRANSACTION_COMMIT, extra=txid)
 
-    def _state_of(self, half_offset: int) -> TxnState:
+    def _state_of(self, half_offset: int, queue_offset: int | None = None) -> TxnState:
+        """The state of the half message at ``half_offset`` (``queue_offset``: its half-queue offset,
+        when the caller has read the record already)."""
         watch = self._watched.get(half_offset)
         if watch is not None:
             return watch.record.state
         early = self._early.get(half_offset)
         if early is not None:
             return early.state
-        half = self._store.read(half_offset)
-        if half.queue_offset >= self._cursor:
+        if queue_offset is None:
+            queue_offset = self._store.read(half_offset).queue_offset
+        if queue_offset >= self._cursor:
             return TxnState.PENDING
         return fold(self._events_of(half_offset)).state  # resolved long ago: ask the op log
 
@@ -232,12 +242,16 @@ class TransactionService:
         return events
 
     def _op_request(self, half_offset: int, event: TxnEvent) -> PutRequest:
-        properties = {props.KEYS: op_key(half_offset), _HALF_PROPERTY: str(half_offset), props.TAGS: "d"}
+        # props.encode({KEYS: op_key(o), _HALF_PROPERTY: str(o), TAGS: "d"}), written out: digits only
+        properties = (
+            f"{props.KEYS}{_SEP}{op_key(half_offset)}{_END}{_HALF_PROPERTY}{_SEP}{half_offset}{_END}"
+            f"{props.TAGS}{_SEP}d{_END}"
+        )
         return PutRequest(
             topic=names.OP_HALF_TOPIC,
             queue_id=0,
             body=event.encode(),
-            properties=props.encode(properties),
+            properties=properties.encode(),
             born_timestamp_ms=event.at_ms,
         )
 
@@ -251,7 +265,7 @@ class TransactionService:
         self._op_applied = max(self._op_applied, op_queue_offset + 1)
         watch = self._watched.get(half_offset)
         if watch is None:
-            self._early[half_offset] = step(self._early.get(half_offset, TxnRecord()), event)
+            self._early[half_offset] = step(self._early.get(half_offset, _NEW), event)
             return
         watch.record = step(watch.record, event)
         if watch.record.state.is_terminal:
@@ -311,7 +325,7 @@ class TransactionService:
             chunk = _CURSOR_UNITS
 
     def _watch(self, half_offset: int, queue_offset: int, stored_ms: int) -> None:
-        record = self._early.pop(half_offset, TxnRecord())
+        record = self._early.pop(half_offset, _NEW)
         if record.state.is_terminal:
             return
         try:
@@ -408,8 +422,8 @@ class TransactionService:
     # ---- operators -----------------------------------------------------------------------------
     async def resume(self, transaction_id: str) -> None:
         half_offset = self._half_offset(transaction_id)
-        self._read_half(half_offset)
-        if self._state_of(half_offset) is not TxnState.DISCARDED:
+        half = self._read_half(half_offset)
+        if self._state_of(half_offset, half.queue_offset) is not TxnState.DISCARDED:
             raise errors.Conflict(
                 f"transaction {transaction_id} is not discarded; only discarded ones resume"
             )
@@ -472,7 +486,7 @@ class TransactionService:
             "topic": decoded.get(props.REAL_TOPIC, ""),
             "producer_group": decoded.get(props.PRODUCER_GROUP, ""),
             "stored_ms": half.born_timestamp_ms,
-            "state": self._state_of(half_offset).value,
+            "state": self._state_of(half_offset, half.queue_offset).value,
             "checks": record.checks_delivered,
             "history": [{"kind": "HALF_STORED", "at_ms": half.born_timestamp_ms}]
             + [
@@ -490,17 +504,27 @@ class TransactionService:
 
     # ---- persistence ---------------------------------------------------------------------------
     def save(self) -> None:
-        self._meta.save_json(
-            _FILE,
-            {
-                "cursor": self._cursor,
-                "op_applied": self._op_applied,
-                "watched": [
-                    [o, _record_json(w.record), w.queue_offset, w.immunity_ms, w.producer_group, w.real_topic]
-                    for o, w in self._watched.items()
-                ],
-                "early": [[o, _record_json(r)] for o, r in self._early.items()],
-            },
+        self._meta.save_encoded(_FILE, self.snapshot_json().encode("utf-8"))
+
+    def snapshot_json(self) -> str:
+        """The snapshot document as JSON text: ``{"cursor", "early", "op_applied", "watched"}``.
+
+        ``early`` holds about rate x timeout entries, nearly all decided with nothing else recorded; their
+        ``[offset, record]`` pairs are written from one cached fragment per state, which keeps a snapshot
+        of tens of thousands of them to a few milliseconds (json.dumps of the lists took ~1.6 us each,
+        every second, on the event loop). The document is the same one ``json.dumps`` would write.
+        """
+        watched = [
+            [o, _record_json(w.record), w.queue_offset, w.immunity_ms, w.producer_group, w.real_topic]
+            for o, w in self._watched.items()
+        ]
+        early = ",".join(
+            f"[{o},{_PLAIN_JSON[r.state]}]" if _is_plain(r) else _dumps([o, _record_json(r)])
+            for o, r in self._early.items()
+        )
+        return (
+            f'{{"cursor":{self._cursor},"early":[{early}],"op_applied":{self._op_applied},'
+            f'"watched":{_dumps(watched)}}}'
         )
 
     async def recover(self) -> None:
@@ -525,6 +549,20 @@ class TransactionService:
             low = read.next_offset
 
 
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _is_plain(record: TxnRecord) -> bool:
+    """Only its state is persisted with a non-default value (a decided early record)."""
+    return (
+        record.stored_ms is None
+        and record.checks_delivered == 0
+        and record.last_check_ms is None
+        and record.conflicts == 0
+    )
+
+
 def _record_json(record: TxnRecord) -> list[Any]:
     return [
         record.state.value,
@@ -533,6 +571,9 @@ def _record_json(record: TxnRecord) -> list[Any]:
         record.last_check_ms,
         record.conflicts,
     ]
+
+
+_PLAIN_JSON: Final = {state: _dumps(_record_json(TxnRecord(state=state))) for state in TxnState}
 
 
 def _record_from(data: list[Any]) -> TxnRecord:
