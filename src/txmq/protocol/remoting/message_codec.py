@@ -125,6 +125,11 @@ def _ipv4(host: str) -> bytes:
         return b"\x00\x00\x00\x00"
 
 
+def ipv4_bytes(host: str) -> bytes:
+    """The four address bytes a record carries for ``host`` (0.0.0.0 when it is not IPv4)."""
+    return _ipv4(host)
+
+
 # ---------------------------------------------------------------------------------------------- records
 
 
@@ -152,6 +157,60 @@ def encode_message(msg: WireMessage) -> bytes:
     except struct.error as exc:
         raise LocalProtocolError(f"message field out of range: {exc}") from None
     return b"".join((fixed, body, topic_len, topic, _U16.pack(len(properties)), properties))
+
+
+# One pulled record as the broker's lean pull path hands it over (no WireMessage, nothing decoded):
+# body, properties (``k\x01v\x02`` bytes), queue_id, queue_offset, commit_log_offset, born_timestamp,
+# born IPv4 (4 bytes), born port, store_timestamp, store IPv4, store port, reconsume_times.
+PulledRecord = tuple[bytes | memoryview, bytes, int, int, int, int, bytes, int, int, bytes, int, int]
+
+
+def encode_pulled(topic: str, records: list[PulledRecord | bytes]) -> bytes:
+    """A PULL_MESSAGE response body from raw fields: byte for byte what :func:`encode_messages` writes
+    for the same messages with ``sys_flag``, ``flag`` and the prepared offset 0 and the body CRC
+    computed (what the broker's ``to_wire`` builds), one struct pack per record and one join.
+    A ``bytes`` item is a record encoded already (the general path's), copied as it is."""
+    if not records:
+        return b""
+    topic_bytes = topic.encode("utf-8")
+    topic_error = None  # raised where encode_message raises it: after the properties check
+    if len(topic_bytes) <= _TOPIC_V1_MAX:
+        magic, topic_part = MAGIC_V1, _U8.pack(len(topic_bytes)) + topic_bytes
+    elif len(topic_bytes) <= 0x7FFF:
+        magic, topic_part = MAGIC_V2, _U16.pack(len(topic_bytes)) + topic_bytes
+    else:
+        magic, topic_part = MAGIC_V2, b""
+        topic_error = LocalProtocolError(
+            f"topic of {len(topic_bytes)} bytes is too long for a message record"
+        )
+    pack, crc32, fixed_size = _V4_FIXED.pack, zlib.crc32, _V4_FIXED.size + len(topic_part) + 2
+    parts: list[bytes | memoryview] = []
+    append = parts.append
+    for record in records:
+        if isinstance(record, bytes):
+            append(record)
+            continue
+        (body, properties, queue_id, queue_offset, commit_log_offset, born_ts, born_ip, born_port, store_ts,
+         store_ip, store_port, reconsume) = record  # fmt: skip
+        if len(properties) > _PROPERTIES_MAX:
+            raise errors.PropertiesTooLarge("properties", len(properties), _PROPERTIES_MAX)
+        if topic_error is not None:
+            raise topic_error
+        body_len = len(body)
+        try:
+            fixed = pack(
+                fixed_size + body_len + len(properties), magic, crc32(body) & 0x7FFFFFFF, queue_id, 0,
+                queue_offset, commit_log_offset, 0, born_ts, born_ip, born_port, store_ts, store_ip,
+                store_port, reconsume, 0, body_len,
+            )  # fmt: skip
+        except struct.error as exc:
+            raise LocalProtocolError(f"message field out of range: {exc}") from None
+        append(fixed)
+        append(body)
+        append(topic_part)
+        append(len(properties).to_bytes(2, "big"))
+        append(properties)
+    return b"".join(parts)
 
 
 def encode_messages(messages: list[WireMessage]) -> bytes:

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from txmq.broker.records import split_host
 from txmq.common import errors
 from txmq.common import properties as props
 from txmq.common.message import Message, MessageView, SysFlag
 from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
-from txmq.protocol.remoting.message_codec import WireMessage, body_crc
+from txmq.protocol.remoting.message_codec import PulledRecord, WireMessage, body_crc, ipv4_bytes
+from txmq.storage.codec import RawRecord
 
 _CONSUMED = frozenset(
     {
@@ -104,3 +105,49 @@ def check_wire(view: MessageView, transaction_id: str, producer_group: str) -> W
     return dataclasses.replace(
         to_wire(view, sys_flag=SysFlag.TRANSACTION_PREPARED), properties=properties, properties_raw=None
     )
+
+
+_WIRE_HOSTS_MAX = 1024
+_wire_hosts: dict[bytes, tuple[bytes, int]] = {}
+_RECONSUME_KEY = (props.RECONSUME_TIME + props.NAME_VALUE_SEPARATOR).encode()
+
+
+def _wire_host(raw: bytes) -> tuple[bytes, int]:
+    """A stored ``ip:port`` host as a record's IPv4 bytes and port, as ``to_wire`` makes it (cached:
+    a broker has one store host and few born hosts). Raises UnicodeDecodeError on bytes that are
+    not UTF-8 (which the general read rejects)."""
+    host, port = _host(str(raw, "utf-8"))
+    wire = (ipv4_bytes(host), port)
+    if len(_wire_hosts) < _WIRE_HOSTS_MAX:
+        _wire_hosts[raw] = wire
+    return wire
+
+
+def pulled(
+    records: Sequence[RawRecord], topic: str, general: Callable[[int], bytes]
+) -> list[PulledRecord | bytes]:
+    """The fields ``encode_pulled`` writes for each raw record, as ``to_wire(to_view(record))`` has
+    them. A record the lean path does not cover byte for byte (a RECONSUME_TIME property, which
+    overrides the header's count; a stored topic other than the pulled one; hosts not UTF-8) is
+    encoded by ``general(physical_offset)``, the general path, instead."""
+    topic_bytes = topic.encode("utf-8")
+    hosts = _wire_hosts
+    result: list[PulledRecord | bytes] = []
+    append = result.append
+    for (_, queue_id, _, queue_offset, physical_offset, _, born_ts, store_ts, _, reconsume, _, record_topic,
+         born_host, store_host, properties, body) in records:  # fmt: skip
+        born = hosts.get(born_host)
+        store = hosts.get(store_host)
+        try:
+            if born is None:
+                born = _wire_host(born_host)
+            if store is None:
+                store = _wire_host(store_host)
+        except UnicodeDecodeError:
+            born = store = None
+        if born is None or store is None or record_topic != topic_bytes or _RECONSUME_KEY in properties:
+            append(general(physical_offset))
+            continue
+        append((body, properties, queue_id, queue_offset, physical_offset, born_ts, born[0], born[1],
+                store_ts, store[0], store[1], reconsume))  # fmt: skip
+    return result
