@@ -60,7 +60,8 @@ async def test_pull_raw_agrees_with_pull(broker: Broker) -> None:
 async def test_dead_letters_with_reconsume_time_take_the_general_path(broker: Broker) -> None:
     results = await broker.send([Message(topic="PD", body=b"m%d" % i, tags="t") for i in range(3)], CTX)
     for result in results:
-        view = await broker.pull(group="g", topic="PD", queue_id=result.queue.queue_id, offset=0, batch_size=32)
+        view = await broker.pull(group="g", topic="PD", queue_id=result.queue.queue_id, offset=0,
+                                 batch_size=32)  # fmt: skip
         offset = next(v.commit_log_offset for v in view.messages if v.message_id == result.message_id)
         await retry.send_back(broker, "g", offset, -1)  # straight to %DLQ%g, with RECONSUME_TIME
     dlq = names.dlq_topic("g")

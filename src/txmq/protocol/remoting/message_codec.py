@@ -228,6 +228,65 @@ def decode_messages(data: bytes) -> list[WireMessage]:
     return result
 
 
+# One record of a pull body as :func:`decode_pulled` returns it: topic, body, properties (the raw
+# ``k\x01v\x02`` bytes), queue_id, queue_offset, commit_log_offset, born_timestamp, born host
+# ``(ip, port)``, store_timestamp, store host ``(ip, port)``, reconsume_times, TOTALSIZE.
+PulledFields = tuple[str, bytes, bytes, int, int, int, int, Host, int, Host, int, int]
+
+
+def decode_pulled(data: bytes) -> list[PulledFields]:
+    """The records of a pull body as plain tuples (no ``WireMessage``, properties left encoded): the
+    consumer's lean decode. IPv4 V1/V2 records only; on anything else (IPv6 hosts, a malformed
+    record) it raises ``InvalidBody`` and callers use :func:`decode_messages`, whose checks and errors
+    are the reference."""
+    result: list[PulledFields] = []
+    unpack, v4_size, size = _V4_FIXED.unpack_from, _V4_FIXED.size, len(data)
+    hosts: dict[tuple[bytes, int], Host] = {}
+    topics: dict[bytes, str] = {}
+    pos = 0
+    try:
+        while pos < size:
+            (total, magic, _, queue_id, _, queue_offset, phys, sys_flag, born_ts, born_ip, born_port,
+             store_ts, store_ip, store_port, reconsume, _, body_len) = unpack(data, pos)  # fmt: skip
+            end = pos + total
+            if sys_flag & _V6_FLAGS or total < v4_size or end > size or body_len < 0:
+                raise ValueError("not a plain IPv4 record")
+            p = pos + v4_size + body_len
+            if p > end:
+                raise ValueError(f"body length {body_len} is out of bounds")
+            body = data[pos + v4_size : p]
+            if magic == MAGIC_V1:
+                topic_end = p + 1 + data[p]
+                raw_topic = data[p + 1 : topic_end]
+            elif magic == MAGIC_V2:
+                topic_end = p + 2 + ((data[p] << 8) | data[p + 1])
+                raw_topic = data[p + 2 : topic_end]
+            else:
+                raise ValueError(f"unknown magic code {magic:#x}")
+            if topic_end + 2 > end:
+                raise ValueError("topic runs past the record")
+            props_start = topic_end + 2
+            props_end = props_start + ((data[topic_end] << 8) | data[topic_end + 1])
+            if props_end > end:
+                raise ValueError("properties run past the record")
+            topic = topics.get(raw_topic)
+            if topic is None:
+                topic = topics[raw_topic] = raw_topic.decode("utf-8")
+            born = hosts.get((born_ip, born_port))
+            if born is None:
+                born = hosts[(born_ip, born_port)] = (_ntoa(born_ip), born_port)
+            store = hosts.get((store_ip, store_port))
+            if store is None:
+                store = hosts[(store_ip, store_port)] = (_ntoa(store_ip), store_port)
+            raw_properties = data[props_start:props_end]
+            result.append((topic, body, raw_properties, queue_id, queue_offset, phys, born_ts, born, store_ts,
+                           store, reconsume, total))  # fmt: skip
+            pos = end
+    except (struct.error, IndexError, ValueError) as exc:
+        raise InvalidBody(f"malformed message record at byte {pos}: {exc}") from None
+    return result
+
+
 def decode_message(data: bytes, pos: int = 0) -> tuple[WireMessage, int]:
     """The record at ``pos`` and the position after it."""
     try:
