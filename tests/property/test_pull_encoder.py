@@ -171,11 +171,18 @@ def test_a_long_topic_fails_like_the_general_encoder() -> None:
         encode_pulled(topic, pulled([codec.split(data, 0)], topic, _no_general))
 
 
-def test_split_rejects_inner_lengths_that_do_not_add_up() -> None:
+def test_split_rejects_records_that_do_not_check_out() -> None:
     f = codec.RecordFields(b"T", 0, b"body", b"", 0, 0, 0, 1, b"h", 0, 0)
     data = bytearray(
         codec.encode(f, store_host=b"s", queue_offset=0, physical_offset=0, store_timestamp_ms=2)
     )
     data[codec.HEADER_BYTES + 1] = 200  # the topic length now runs past the record
-    with pytest.raises(CorruptRecord, match="inner lengths"):
+    with pytest.raises(CorruptRecord, match="does not check out"):
         codec.split(bytes(data), 0)
+    f = codec.RecordFields(b"T", 0, b"body", b"", 0, 0, 0, 1, b"h", 0, 0)
+    good = codec.encode(f, store_host=b"s", queue_offset=0, physical_offset=64, store_timestamp_ms=2)
+    view = memoryview(good)
+    assert codec.split_checked(good, 0, view, 64, len(good)) == codec.split(good)
+    assert codec.split_checked(good, 0, view, 65, len(good)) is None, "misdirected"
+    assert codec.split_checked(good, 0, view, 64, len(good) - 1) is None, "not the unit's size"
+    assert codec.split_checked(good[:-1], 0, memoryview(good[:-1]), 64, len(good)) is None, "cut short"

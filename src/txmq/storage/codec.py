@@ -49,6 +49,8 @@ RECORD_BYTES_MAX: Final = limits.record_bytes_max
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _PREFIX = struct.Struct(">II")
+_SPLIT_PREFIX = struct.Struct(">IIIiiqq")  # the header up to the physical offset
+_crc32c = crc32c.crc32c
 
 assert HEADER_BYTES == 76, "the layout diagram above must match the struct"
 assert RECORD_BYTES_MIN < RECORD_BYTES_MAX
@@ -248,7 +250,7 @@ def _decode_verified(view: memoryview, size: int, where: int, offset: int | None
     )  # fmt: skip
 
 
-# A record's fields straight from its bytes (see :func:`split`): size, queue_id, flag, queue_offset,
+# A record's fields straight from its bytes (see :func:`split_checked`): size, queue_id, flag, queue_offset,
 # physical_offset, sys_flag, born_ts, store_ts, tags_code, reconsume_times, prepared_tx_offset,
 # topic, born_host, store_host (raw UTF-8), properties, body (a view into the buffer).
 RawRecord = tuple[
@@ -256,42 +258,64 @@ RawRecord = tuple[
 ]
 
 
-def split(buf: bytes, pos: int, view: memoryview | None = None) -> RawRecord:
-    """The fields of the record at ``buf[pos:]`` whose magic, size and CRC the caller already checked
-    (``CommitLog.read_many_raw``): no dataclass, no text decoding. ``view`` is ``memoryview(buf)``
-    when the caller has one. Raises CorruptRecord if the inner lengths do not add up to the size."""
-    (_, size, _, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts, store_ts, tags_code,
-     reconsume, prepared) = HEADER.unpack_from(buf, pos)  # fmt: skip
+def split(buf: bytes, pos: int = 0) -> RawRecord:
+    """The fields of the whole, verified record at ``buf[pos:]`` (see :func:`split_checked`); raises
+    CorruptRecord if it does not check out."""
+    if len(buf) - pos < HEADER_BYTES:
+        raise CorruptRecord(f"record at byte {pos} is cut short", offset=pos)
+    _, size, _, _, _, _, offset = _SPLIT_PREFIX.unpack_from(buf, pos)
+    fields = split_checked(buf, pos, memoryview(buf), offset, size)
+    if fields is None:
+        raise CorruptRecord(
+            f"record at offset {offset} does not check out (magic, size, CRC or inner lengths)", offset=offset
+        )
+    return fields
+
+
+def split_checked(buf: bytes, pos: int, view: memoryview, offset: int, size: int) -> RawRecord | None:
+    """The fields of the record at ``buf[pos:]`` (``view`` is ``memoryview(buf)``) if it is the
+    record a ConsumeQueue unit ``(offset, size)`` points at and is whole: magic, size, stored physical
+    offset, CRC32C over header and body, inner lengths adding up. None otherwise (the caller then
+    reads it the general way, :func:`decode`, for the precise error). No dataclass, no text decoding:
+    the pull path's read (``CommitLog.read_many_raw``)."""
     end_of_record = pos + size
+    if end_of_record > len(buf) or size < RECORD_BYTES_MIN:
+        return None
+    (magic, stored_size, crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts, store_ts,
+     tags_code, reconsume, prepared) = HEADER.unpack_from(buf, pos)  # fmt: skip
+    if (
+        magic != MAGIC
+        or stored_size != size
+        or physical_offset != offset
+        or _crc32c(view[pos + 12 : end_of_record]) != crc
+    ):
+        return None
     p = pos + HEADER_BYTES + 2
     end = p + ((buf[p - 2] << 8) | buf[p - 1])
     if end + 1 > end_of_record:
-        raise _overrun(physical_offset)
+        return None
     topic = buf[p:end]
     p = end + 1
     end = p + buf[p - 1]
     if end + 1 > end_of_record:
-        raise _overrun(physical_offset)
+        return None
     born_host = buf[p:end]
     p = end + 1
     end = p + buf[p - 1]
     if end + 2 > end_of_record:
-        raise _overrun(physical_offset)
+        return None
     store_host = buf[p:end]
     p = end + 2
     end = p + ((buf[p - 2] << 8) | buf[p - 1])
     if end + 4 > end_of_record:
-        raise _overrun(physical_offset)
+        return None
     properties = buf[p:end]
     p = end + 4
     end = p + ((buf[p - 4] << 24) | (buf[p - 3] << 16) | (buf[p - 2] << 8) | buf[p - 1])
     if end != end_of_record:
-        raise CorruptRecord(
-            f"inner lengths do not add up to the size at offset {physical_offset}", offset=physical_offset
-        )
-    body = (memoryview(buf) if view is None else view)[p:end]
+        return None
     return (size, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts, store_ts, tags_code,
-            reconsume, prepared, topic, born_host, store_host, properties, body)  # fmt: skip
+            reconsume, prepared, topic, born_host, store_host, properties, view[p:end])  # fmt: skip
 
 
 def _overrun(where: int) -> CorruptRecord:

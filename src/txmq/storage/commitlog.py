@@ -16,12 +16,9 @@ tell the group commit which appends a write covered or failed.
 from __future__ import annotations
 
 import errno
-import struct
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
-
-import crc32c
 
 from txmq.common.clock import Clock
 from txmq.common.errors import (
@@ -39,7 +36,6 @@ from txmq.storage.segment import Segment, SegmentList
 
 _READ_AHEAD_BYTES = 4096
 _SPAN_BYTES_MAX = 1 << 20  # one pread covers records of a pull up to this far apart
-_RAW_CHECK = struct.Struct(">III16xq")  # magic, size, crc, physical offset of a record header
 
 
 class DispatchEntry(NamedTuple):
@@ -329,12 +325,12 @@ class CommitLog:
 
     def read_many_raw(self, locations: Sequence[tuple[int, int]], limit: int) -> list[codec.RawRecord]:
         """Like :meth:`read_many`, but each verified record comes back as its raw fields
-        (:func:`codec.split`: no dataclass, no text decoding, the body a view of the pread buffer).
+        (:func:`codec.split_checked`: no dataclass, no text decoding, the body a view of the pread buffer).
         The checks are the same (magic, the unit's size, CRC32C over header and body, the stored
         physical offset, inner lengths); a record failing any goes through :meth:`read`, which raises
         the error a single read gives or returns the record found there (then its fields are returned)."""
         records: list[codec.RawRecord] = []
-        check, magic, crc, split = _RAW_CHECK.unpack_from, codec.MAGIC, crc32c.crc32c, codec.split
+        split = codec.split_checked
         i, count = 0, len(locations)
         while i < count:
             first, first_size = locations[i]
@@ -358,22 +354,8 @@ class CommitLog:
             data = segment.handle.read_at(first - segment.base, end - first)
             view = memoryview(data)
             for offset, size in locations[i:j]:
-                pos = offset - first
-                if pos + size <= len(data):
-                    record_magic, record_size, record_crc, record_offset = check(data, pos)
-                    if (
-                        record_magic == magic
-                        and record_size == size
-                        and record_offset == offset
-                        and size >= codec.RECORD_BYTES_MIN
-                        and crc(view[pos + 12 : pos + size]) == record_crc
-                    ):
-                        try:
-                            records.append(split(data, pos, view))
-                            continue
-                        except CorruptRecord:
-                            pass
-                records.append(self._read_raw(offset, limit))
+                fields = split(data, offset - first, view, offset, size)
+                records.append(self._read_raw(offset, limit) if fields is None else fields)
             i = j
         return records
 
