@@ -339,15 +339,11 @@ class CommitLog:
                 records.append(self._read_raw(first, limit))
                 i += 1
                 continue
-            end_of_segment = segment.base + self.segment_bytes
+            bound = min(limit, segment.base + self.segment_bytes, first + _SPAN_BYTES_MAX)
             j, end = i + 1, first + first_size
             while j < count:
                 offset, size = locations[j]
-                if (
-                    offset < end
-                    or offset + size > min(limit, end_of_segment)
-                    or offset + size - first > _SPAN_BYTES_MAX
-                ):
+                if offset < end or offset + size > bound:
                     break
                 end = offset + size
                 j += 1

@@ -185,10 +185,9 @@ def encode_pulled(topic: str, records: list[PulledRecord | bytes]) -> bytes:
         )
     pack, crc32, fixed_size = _V4_FIXED.pack, zlib.crc32, _V4_FIXED.size + len(topic_part) + 2
     parts: list[bytes | memoryview] = []
-    append = parts.append
     for record in records:
         if isinstance(record, bytes):
-            append(record)
+            parts.append(record)
             continue
         (body, properties, queue_id, queue_offset, commit_log_offset, born_ts, born_ip, born_port, store_ts,
          store_ip, store_port, reconsume) = record  # fmt: skip
@@ -205,11 +204,7 @@ def encode_pulled(topic: str, records: list[PulledRecord | bytes]) -> bytes:
             )  # fmt: skip
         except struct.error as exc:
             raise LocalProtocolError(f"message field out of range: {exc}") from None
-        append(fixed)
-        append(body)
-        append(topic_part)
-        append(len(properties).to_bytes(2, "big"))
-        append(properties)
+        parts += (fixed, body, topic_part, len(properties).to_bytes(2, "big"), properties)
     return b"".join(parts)
 
 
