@@ -128,9 +128,9 @@ def test_lean_pull_records_are_byte_identical(
             record.born_timestamp_ms, record.store_timestamp_ms, record.tags_code, record.reconsume_times,
             record.prepared_transaction_offset,
         )  # fmt: skip
-        assert fields_of[11:15] == (record.topic.encode(), record.born_host.encode(),
-                                    record.store_host.encode(), record.properties)  # fmt: skip
-        assert bytes(fields_of[15]) == record.body
+        expected = (record.topic.encode(), record.born_host.encode(), record.store_host.encode())
+        assert (*codec.names_of(fields_of[11]), fields_of[12]) == (*expected, record.properties)
+        assert bytes(fields_of[13]) == record.body
     expected = [_general(r, topic) for r in records.values()]
     lean = _lean(raw, topic, records)
     if all(isinstance(e, bytes) for e in expected):

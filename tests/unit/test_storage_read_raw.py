@@ -8,6 +8,7 @@ import pytest
 
 from txmq.common.clock import FakeClock
 from txmq.common.errors import CorruptRecord
+from txmq.storage import codec
 from txmq.storage.api import PutRequest, ReadStatus, StoreConfig
 from txmq.storage.fs import FaultyFileSystem
 from txmq.storage.store import MessageStore
@@ -37,9 +38,9 @@ def _same(store: MessageStore, topic: str, queue_id: int, offset: int, count: in
             record.sys_flag, record.born_timestamp_ms, record.store_timestamp_ms, record.tags_code,
             record.reconsume_times, record.prepared_transaction_offset,
         )  # fmt: skip
-        assert fields[11:15] == (record.topic.encode(), record.born_host.encode(), record.store_host.encode(),
-                                 record.properties)  # fmt: skip
-        assert bytes(fields[15]) == record.body
+        expected = (record.topic.encode(), record.born_host.encode(), record.store_host.encode())
+        assert (*codec.names_of(fields[11]), fields[12]) == (*expected, record.properties)
+        assert bytes(fields[13]) == record.body
     return len(raw.records)
 
 
@@ -86,7 +87,7 @@ def test_filtered_units_are_not_read() -> None:
     fs.flip_bit(f"{DATA}/commitlog/{0:020d}", first.physical_offset + 40)  # corrupt m0 (tags code 0)
     again = store.read_queue_raw("T", 0, 0, 10, tags_codes=frozenset({1}))
     assert (
-        [bytes(r[15]) for r in again.records] == [bytes(r[15]) for r in odd.records] == [b"m1", b"m3", b"m5"]
+        [bytes(r[13]) for r in again.records] == [bytes(r[13]) for r in odd.records] == [b"m1", b"m3", b"m5"]
     )
     assert again.next_offset == 6
     with pytest.raises(CorruptRecord, match="CRC") as general:
@@ -111,4 +112,4 @@ def test_retention_agrees() -> None:
     assert store.read_queue_raw("T", 0, 0, 5).status is ReadStatus.OFFSET_TOO_SMALL
     for offset in range(15):
         _same(store, "T", 0, offset, 20)
-    assert bytes(store.read_queue_raw("T", 0, low, 20).records[-1][15]) == b"new"
+    assert bytes(store.read_queue_raw("T", 0, low, 20).records[-1][13]) == b"new"

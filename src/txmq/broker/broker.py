@@ -466,7 +466,7 @@ class Broker:
             hashes = tag_filter.hashes
             read = self.store.read_queue_raw(topic, queue_id, offset, batch_size, max_bytes, hashes)
             # the tags code matched; hashes collide, so the tag itself decides (as in _pull_once)
-            records = [r for r in read.records if tag_filter.matches(props.decode(r[14]).get(props.TAGS))]
+            records = [r for r in read.records if tag_filter.matches(props.decode(r[12]).get(props.TAGS))]
         status = read.status
         if status is ReadStatus.FOUND and not records:
             status = ReadStatus.NO_NEW_MESSAGE

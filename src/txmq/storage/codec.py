@@ -250,12 +250,21 @@ def _decode_verified(view: memoryview, size: int, where: int, offset: int | None
     )  # fmt: skip
 
 
-# A record's fields straight from its bytes (see :func:`split_checked`): size, queue_id, flag, queue_offset,
-# physical_offset, sys_flag, born_ts, store_ts, tags_code, reconsume_times, prepared_tx_offset,
-# topic, born_host, store_host (raw UTF-8), properties, body (a view into the buffer).
-RawRecord = tuple[
-    int, int, int, int, int, int, int, int, int, int, int, bytes, bytes, bytes, bytes, memoryview
-]
+# A record's fields straight from its bytes (see :func:`split_checked`): size, queue_id, flag,
+# queue_offset, physical_offset, sys_flag, born_ts, store_ts, tags_code, reconsume_times,
+# prepared_tx_offset, names (the length-prefixed topic, born host and store host as stored: a few
+# distinct values a reader can cache; :func:`names_of` splits them), properties, body (a view into
+# the buffer).
+RawRecord = tuple[int, int, int, int, int, int, int, int, int, int, int, bytes, bytes, memoryview]
+
+
+def names_of(names: bytes) -> tuple[bytes, bytes, bytes]:
+    """Topic, born host and store host (raw UTF-8) of a record's names part (``RawRecord[11]``)."""
+    end = 2 + ((names[0] << 8) | names[1])
+    topic = names[2:end]
+    born_end = end + 1 + names[end]
+    born_host = names[end + 1 : born_end]
+    return topic, born_host, names[born_end + 1 : born_end + 1 + names[born_end]]
 
 
 def split(buf: bytes, pos: int = 0) -> RawRecord:
@@ -290,32 +299,26 @@ def split_checked(buf: bytes, pos: int, view: memoryview, offset: int, size: int
         or _crc32c(view[pos + 12 : end_of_record]) != crc
     ):
         return None
-    p = pos + HEADER_BYTES + 2
-    end = p + ((buf[p - 2] << 8) | buf[p - 1])
-    if end + 1 > end_of_record:
+    names_start = pos + HEADER_BYTES
+    p = names_start + 2 + ((buf[names_start] << 8) | buf[names_start + 1])  # the born host's length
+    if p + 1 > end_of_record:
         return None
-    topic = buf[p:end]
-    p = end + 1
-    end = p + buf[p - 1]
-    if end + 1 > end_of_record:
+    p += 1 + buf[p]  # the store host's length
+    if p + 1 > end_of_record:
         return None
-    born_host = buf[p:end]
-    p = end + 1
-    end = p + buf[p - 1]
-    if end + 2 > end_of_record:
+    p += 1 + buf[p]  # the properties' length: the names part ends here
+    if p + 2 > end_of_record:
         return None
-    store_host = buf[p:end]
-    p = end + 2
-    end = p + ((buf[p - 2] << 8) | buf[p - 1])
+    end = p + 2 + ((buf[p] << 8) | buf[p + 1])
     if end + 4 > end_of_record:
         return None
-    properties = buf[p:end]
+    names, properties = buf[names_start:p], buf[p + 2 : end]
     p = end + 4
     end = p + ((buf[p - 4] << 24) | (buf[p - 3] << 16) | (buf[p - 2] << 8) | buf[p - 1])
     if end != end_of_record:
         return None
     return (size, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts, store_ts, tags_code,
-            reconsume, prepared, topic, born_host, store_host, properties, view[p:end])  # fmt: skip
+            reconsume, prepared, names, properties, view[p:end])  # fmt: skip
 
 
 def _overrun(where: int) -> CorruptRecord:

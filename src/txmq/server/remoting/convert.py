@@ -17,6 +17,7 @@ from txmq.common import properties as props
 from txmq.common.message import Message, MessageView, SysFlag
 from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
 from txmq.protocol.remoting.message_codec import PulledRecord, WireMessage, body_crc, ipv4_bytes
+from txmq.storage import codec
 from txmq.storage.codec import RawRecord
 
 _CONSUMED = frozenset(
@@ -107,20 +108,29 @@ def check_wire(view: MessageView, transaction_id: str, producer_group: str) -> W
     )
 
 
-_WIRE_HOSTS_MAX = 1024
-_wire_hosts: dict[bytes, tuple[bytes, int]] = {}
+_NAMES_MAX = 4096
+# a record's names part (topic, born host, store host as stored) -> (topic, born, store as the wire
+# carries them), or None when a host is not UTF-8; a broker sees few distinct names parts
+_wire_names: dict[bytes, tuple[bytes, tuple[bytes, int], tuple[bytes, int]] | None] = {}
 _RECONSUME_KEY = (props.RECONSUME_TIME + props.NAME_VALUE_SEPARATOR).encode()
 
 
-def _wire_host(raw: bytes) -> tuple[bytes, int]:
-    """A stored ``ip:port`` host as a record's IPv4 bytes and port, as ``to_wire`` makes it (cached:
-    a broker has one store host and few born hosts). Raises UnicodeDecodeError on bytes that are
-    not UTF-8 (which the general read rejects)."""
-    host, port = _host(str(raw, "utf-8"))
-    wire = (ipv4_bytes(host), port)
-    if len(_wire_hosts) < _WIRE_HOSTS_MAX:
-        _wire_hosts[raw] = wire
+def _names_for_wire(names: bytes) -> tuple[bytes, tuple[bytes, int], tuple[bytes, int]] | None:
+    topic, born_host, store_host = codec.names_of(names)
+    try:
+        wire = (topic, _wire_host(born_host), _wire_host(store_host))
+    except UnicodeDecodeError:
+        wire = None
+    if len(_wire_names) < _NAMES_MAX:
+        _wire_names[names] = wire
     return wire
+
+
+def _wire_host(raw: bytes) -> tuple[bytes, int]:
+    """A stored ``ip:port`` host as a record's IPv4 bytes and port, as ``to_wire`` makes it. Raises
+    UnicodeDecodeError on bytes that are not UTF-8 (which the general read rejects)."""
+    host, port = _host(str(raw, "utf-8"))
+    return ipv4_bytes(host), port
 
 
 def pulled(
@@ -131,23 +141,16 @@ def pulled(
     overrides the header's count; a stored topic other than the pulled one; hosts not UTF-8) is
     encoded by ``general(physical_offset)``, the general path, instead."""
     topic_bytes = topic.encode("utf-8")
-    hosts = _wire_hosts
+    cache = _wire_names
     result: list[PulledRecord | bytes] = []
     append = result.append
-    for (_, queue_id, _, queue_offset, physical_offset, _, born_ts, store_ts, _, reconsume, _, record_topic,
-         born_host, store_host, properties, body) in records:  # fmt: skip
-        born = hosts.get(born_host)
-        store = hosts.get(store_host)
-        try:
-            if born is None:
-                born = _wire_host(born_host)
-            if store is None:
-                store = _wire_host(store_host)
-        except UnicodeDecodeError:
-            born = store = None
-        if born is None or store is None or record_topic != topic_bytes or _RECONSUME_KEY in properties:
+    for (_, queue_id, _, queue_offset, physical_offset, _, born_ts, store_ts, _, reconsume, _, names,
+         properties, body) in records:  # fmt: skip
+        wire = cache[names] if names in cache else _names_for_wire(names)
+        if wire is None or wire[0] != topic_bytes or _RECONSUME_KEY in properties:
             append(general(physical_offset))
             continue
+        born, store = wire[1], wire[2]
         append((body, properties, queue_id, queue_offset, physical_offset, born_ts, born[0], born[1],
                 store_ts, store[0], store[1], reconsume))  # fmt: skip
     return result
