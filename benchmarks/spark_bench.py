@@ -80,6 +80,14 @@ def raw_pull(broker: BrokerProcess, topic: str) -> tuple[int, float]:
         return n, time.perf_counter() - start
 
 
+def broker_cpu(broker: BrokerProcess) -> float:
+    import psutil
+
+    assert broker.process is not None
+    times = psutil.Process(broker.process.pid).cpu_times()
+    return float(times.user + times.system)
+
+
 def conversion(n: int, size: int) -> dict[str, float]:
     """Executor-side cost alone: messages to Arrow batches, ours vs Spark's conversion of tuples (msg/s)."""
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -150,6 +158,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--modes", default="arrow,tuples")
     parser.add_argument("--no-raw", action="store_true", help="skip the pull-without-Spark reference")
+    parser.add_argument(
+        "--raw-only", action="store_true", help="only the pull-without-Spark reference (with broker CPU/msg)"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,9 +172,14 @@ def main() -> None:
             took = asyncio.run(preload(broker, topic, args.messages, args.size, args.queues))
             print(f"preloaded {args.messages} x {args.size} B into {args.queues} queues in {took:.1f} s")
             if not args.no_raw:
-                n, secs = raw_pull(broker, topic)
-                rate = n / secs
-                print(f"pull without Spark (one process): {n} in {secs:.2f} s = {rate:,.0f} msg/s")
+                for _ in range(2 if args.raw_only else 1):
+                    cpu = broker_cpu(broker)
+                    n, secs = raw_pull(broker, topic)
+                    per = (broker_cpu(broker) - cpu) / max(n, 1) * 1e6
+                    print(f"pull without Spark (one process): {n} in {secs:.2f} s = {n / secs:,.0f} msg/s, "
+                          f"broker CPU {per:.1f} us/msg")  # fmt: skip
+            if args.raw_only:
+                return
 
             conversion(5_000, args.size)  # warm-up: imports, first allocations
             for mode, rate in conversion(min(args.messages, 50_000), args.size).items():

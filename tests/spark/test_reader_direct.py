@@ -110,3 +110,31 @@ def test_the_grpc_transport_reads_the_same_rows_as_remoting(source: Any, spark_b
     over_grpc = rows(spark_broker.grpc, "grpc")
     assert over_grpc == rows(spark_broker.namesrv, "remoting")
     assert [r[6] for r in sorted(over_grpc, key=lambda r: r[6])] == [f"g{i}".encode() for i in range(5)]
+
+
+def test_pull_range_keeps_one_pull_ahead_and_drops_it_when_the_caller_stops(
+    spark_broker: BrokerProcess,
+) -> None:
+    from txmq.spark import options as opt
+    from txmq.spark.fetch import Session
+
+    topic = new_topic(spark_broker, queues=1)
+    produce(spark_broker, topic, [f"m{i}" for i in range(10)], tags="a")
+    opts = opt.parse(
+        {"endpoints": spark_broker.namesrv, "topic": topic, "pullBatchSize": "3"}, streaming=False
+    )
+    with Session(opts) as session:
+        rng = off.QueueRange(topic, 0, 1, 8)
+        batches = list(session.pull_range(rng))
+        assert [len(b) for b in batches] == [3, 3, 1]
+        assert [m.body for b in batches for m in b] == [b"m%d" % i for i in range(1, 8)]
+        reader = session.pull_range(off.QueueRange(topic, 0, 0, 10))
+        assert [m.body for m in next(reader)] == [b"m0", b"m1", b"m2"]
+        reader.close()  # the pull for offsets 3.. was on its way: cancelled, not left behind
+        assert [m.body for b in session.pull_range(off.QueueRange(topic, 0, 9, 10)) for m in b] == [b"m9"]
+    filtered = opt.parse(
+        {"endpoints": spark_broker.namesrv, "topic": topic, "pullBatchSize": "4", "tags": "b"},
+        streaming=False,
+    )
+    with Session(filtered) as session:
+        assert list(session.pull_range(off.QueueRange(topic, 0, 0, 10))) == []

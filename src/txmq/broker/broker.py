@@ -14,9 +14,10 @@ import asyncio
 import contextlib
 import enum
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from txmq.broker import delay_levels as levels_mod
 from txmq.broker.clients import ClientRegistry
@@ -37,6 +38,7 @@ from txmq.common import properties as props
 from txmq.common.clock import Clock, SystemClock
 from txmq.common.message import Message, MessageQueue, MessageView, SendResult
 from txmq.storage.api import ReadStatus, StoreConfig, StoredRecord
+from txmq.storage.codec import RawRecord
 from txmq.storage.fs import FileSystem
 from txmq.storage.store import MessageStore
 
@@ -56,6 +58,20 @@ class PullResult:
     next_offset: int
     min_offset: int
     max_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class RawPullResult:
+    """:class:`PullResult` with the messages as raw record fields (``storage.codec.RawRecord``)."""
+
+    status: ReadStatus
+    records: list[RawRecord]
+    next_offset: int
+    min_offset: int
+    max_offset: int
+
+
+_R = TypeVar("_R", PullResult, RawPullResult)
 
 
 class Broker:
@@ -373,6 +389,39 @@ class Broker:
         long_poll_ms: int = 0,
         max_bytes: int = limits.pull_bytes_max,
     ) -> PullResult:
+        def once(offset: int, tag_filter: TagFilter) -> tuple[PullResult, bool]:
+            result = self._pull_once(topic, queue_id, offset, batch_size, tag_filter, max_bytes)
+            return result, bool(result.messages)
+
+        return await self._pull_loop(once, topic, queue_id, offset, batch_size, expression, long_poll_ms)
+
+    async def pull_raw(
+        self,
+        *,
+        group: str | None,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        batch_size: int,
+        expression: str | None = None,
+        long_poll_ms: int = 0,
+        max_bytes: int = limits.pull_bytes_max,
+    ) -> RawPullResult:
+        """:meth:`pull` with the messages as raw record fields (``storage.codec.RawRecord``): the same
+        queue positions, filter, statuses, offsets and long polling, without building a
+        ``MessageView`` per message (the remoting pull encodes the wire records from the raw fields).
+        A tag filter passes over units by their tags code before reading the log."""
+
+        def once(offset: int, tag_filter: TagFilter) -> tuple[RawPullResult, bool]:
+            result = self._pull_once_raw(topic, queue_id, offset, batch_size, tag_filter, max_bytes)
+            return result, bool(result.records)
+
+        return await self._pull_loop(once, topic, queue_id, offset, batch_size, expression, long_poll_ms)
+
+    async def _pull_loop(
+        self, once: Callable[[int, TagFilter], tuple[_R, bool]], topic: str, queue_id: int, offset: int,
+        batch_size: int, expression: str | None, long_poll_ms: int,
+    ) -> _R:  # fmt: skip
         if offset < 0:
             raise errors.InvalidOffset("the offset must not be negative")
         if not 1 <= batch_size <= limits.pull_batch_max:
@@ -384,9 +433,9 @@ class Broker:
         deadline = self.clock.monotonic_ms() + max(0, min(long_poll_ms, limits.long_polling_ms_max))
         while True:
             version = self.waiters.version
-            result = self._pull_once(topic, queue_id, offset, batch_size, tag_filter, max_bytes)
+            result, found = once(offset, tag_filter)
             remaining = deadline - self.clock.monotonic_ms()
-            if result.messages or result.status is not ReadStatus.NO_NEW_MESSAGE or remaining <= 0:
+            if found or result.status is not ReadStatus.NO_NEW_MESSAGE or remaining <= 0:
                 return result
             if result.next_offset > offset:  # everything read was filtered out: continue from there
                 offset = result.next_offset
@@ -406,6 +455,22 @@ class Broker:
         if status is ReadStatus.FOUND and not messages:
             status = ReadStatus.NO_NEW_MESSAGE
         return PullResult(status, messages, read.next_offset, read.min_offset, read.max_offset)
+
+    def _pull_once_raw(
+        self, topic: str, queue_id: int, offset: int, batch_size: int, tag_filter: TagFilter, max_bytes: int
+    ) -> RawPullResult:
+        if tag_filter.match_all:
+            read = self.store.read_queue_raw(topic, queue_id, offset, batch_size, max_bytes)
+            records = read.records
+        else:
+            hashes = tag_filter.hashes
+            read = self.store.read_queue_raw(topic, queue_id, offset, batch_size, max_bytes, hashes)
+            # the tags code matched; hashes collide, so the tag itself decides (as in _pull_once)
+            records = [r for r in read.records if tag_filter.matches(props.decode(r[12]).get(props.TAGS))]
+        status = read.status
+        if status is ReadStatus.FOUND and not records:
+            status = ReadStatus.NO_NEW_MESSAGE
+        return RawPullResult(status, records, read.next_offset, read.min_offset, read.max_offset)
 
     def get_offset(self, group: str, topic: str, queue_id: int) -> int | None:
         return self.offsets.get(group, topic, queue_id)

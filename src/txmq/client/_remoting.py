@@ -54,7 +54,7 @@ from txmq.protocol.remoting.codes import (
     ResponseCode,
 )
 from txmq.protocol.remoting.command import RemotingCommand, make_response
-from txmq.protocol.remoting.message_codec import BatchMessage, decode_message, decode_messages, encode_batch
+from txmq.protocol.remoting.message_codec import BatchMessage, decode_message, encode_batch
 from txmq.protocol.remoting.status import error_for_response
 
 log = logging.getLogger(__name__)
@@ -452,9 +452,7 @@ class RemotingTransport:
         answer = headers.PullMessageResponseHeader.from_command(response)
         messages: list[MessageView] = []
         if status is PullStatus.FOUND:
-            tags = conv.parse_tags(expression)
-            views = [conv.view_of(w) for w in decode_messages(response.body)]
-            messages = [v for v in views if conv.matches(tags, v)]
+            messages = conv.pulled_views(response.body, conv.parse_tags(expression))
         return PullBatch(status, messages, answer.next_begin_offset, answer.min_offset, answer.max_offset)
 
     async def query_offset(self, group: str, mq: MessageQueue) -> int | None:

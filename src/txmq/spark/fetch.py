@@ -13,12 +13,13 @@ read here never hold a pending or rolled-back message, and offsets stay dense.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 from txmq.client._factory import make_transport
-from txmq.client._transport import BEGINNING, END, PullStatus, Transport, at_timestamp
+from txmq.client._transport import BEGINNING, END, PullBatch, PullStatus, Transport, at_timestamp
 from txmq.common import errors, limits
 from txmq.common.message import MessageQueue, MessageView
 from txmq.spark import offsets as off
@@ -50,11 +51,16 @@ class Session:
         )
         self._queues: dict[off.QueueKey, MessageQueue] = {}
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def run(self, coro: Coroutine[Any, Any, T] | asyncio.Future[T]) -> T:
         return self._loop.run_until_complete(coro)
 
     def close(self) -> None:
         try:
+            pending = asyncio.all_tasks(self._loop)  # a pull ahead of a reader that stopped early
+            for task in pending:
+                task.cancel()
+            if pending:
+                self.run(asyncio.gather(*pending, return_exceptions=True))
             self.run(self.transport.close())
         except errors.TxmqError as exc:
             log.debug("closing the source's transport: %s", exc)
@@ -104,37 +110,57 @@ class Session:
 
     # ---- reading ---------------------------------------------------------------------------------
     def pull_range(self, rng: off.QueueRange) -> Iterator[list[MessageView]]:
-        """Messages of ``rng`` in offset order, one pulled batch at a time (tag filter applied)."""
+        """Messages of ``rng`` in offset order, one pulled batch at a time (tag filter applied).
+
+        One pull stays ahead: the request for the next batch is on the wire before a batch is handed
+        to the caller, so the broker reads and encodes it while the caller converts this one."""
         opts = self.opts
         mq = self.queue((rng.topic, rng.queue_id))
         offset = rng.start
         if offset == off.EARLIEST:
             offset = self.run(self.transport.resolve_offset(mq, BEGINNING))
         where = f"{rng.topic}/{rng.queue_id}"
-        while offset < rng.end:
-            batch = self.run(
-                self.transport.pull(
-                    opts.group,
-                    mq,
-                    offset,
-                    max_messages=min(opts.pull_batch_size, rng.end - offset),
-                    expression=opts.tags,
-                    long_poll_ms=0,
-                    max_bytes=limits.pull_bytes_max,
-                )
+        ahead: asyncio.Task[PullBatch] | None = None
+        try:
+            while offset < rng.end:
+                if ahead is None:
+                    ahead = self._pull(mq, offset, rng.end)
+                batch = self.run(ahead)
+                ahead = None
+                if batch.min_offset > offset:
+                    data_loss(opts, f"offsets {offset}..{batch.min_offset - 1} of {where} were deleted")
+                    offset = batch.min_offset
+                    continue
+                if batch.status is PullStatus.OFFSET_ILLEGAL or (
+                    batch.status is PullStatus.NO_NEW_MESSAGE and batch.max_offset < rng.end
+                ):
+                    data_loss(opts, f"{where} ends at offset {batch.max_offset}, below the planned {rng.end}")
+                    return
+                if batch.next_offset <= offset:
+                    raise errors.ProtocolError(f"the broker did not advance {where} past offset {offset}")
+                messages = [m for m in batch.messages if m.queue_offset < rng.end]
+                offset = batch.next_offset
+                if offset < rng.end:
+                    ahead = self._pull(mq, offset, rng.end)
+                    self.run(asyncio.sleep(0))  # let the request go out before the caller takes over
+                if messages:
+                    yield messages
+        finally:
+            if ahead is not None and not self._loop.is_closed():  # the caller stopped early
+                ahead.cancel()
+                with contextlib.suppress(asyncio.CancelledError, errors.TxmqError):
+                    self.run(ahead)
+
+    def _pull(self, mq: MessageQueue, offset: int, end: int) -> asyncio.Task[PullBatch]:
+        opts = self.opts
+        return self._loop.create_task(
+            self.transport.pull(
+                opts.group,
+                mq,
+                offset,
+                max_messages=min(opts.pull_batch_size, end - offset),
+                expression=opts.tags,
+                long_poll_ms=0,
+                max_bytes=limits.pull_bytes_max,
             )
-            if batch.min_offset > offset:
-                data_loss(opts, f"offsets {offset}..{batch.min_offset - 1} of {where} were deleted")
-                offset = batch.min_offset
-                continue
-            if batch.status is PullStatus.OFFSET_ILLEGAL or (
-                batch.status is PullStatus.NO_NEW_MESSAGE and batch.max_offset < rng.end
-            ):
-                data_loss(opts, f"{where} ends at offset {batch.max_offset}, below the planned {rng.end}")
-                return
-            if batch.next_offset <= offset:
-                raise errors.ProtocolError(f"the broker did not advance {where} past offset {offset}")
-            messages = [m for m in batch.messages if m.queue_offset < rng.end]
-            if messages:
-                yield messages
-            offset = batch.next_offset
+        )

@@ -11,6 +11,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from txmq.storage.codec import RawRecord
 
 
 class FlushMode(enum.Enum):
@@ -100,6 +104,19 @@ class ReadStatus(enum.Enum):
 class QueueRead:
     status: ReadStatus
     records: Sequence[StoredRecord]
+    next_offset: int
+    min_offset: int
+    max_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class RawQueueRead:
+    """A queue read as raw record fields (``storage.codec.RawRecord``, the pull path's lean form).
+
+    ``records`` skips units a tag-hash filter excluded; ``next_offset`` still counts them."""
+
+    status: ReadStatus
+    records: list[RawRecord]
     next_offset: int
     min_offset: int
     max_offset: int

@@ -49,6 +49,8 @@ RECORD_BYTES_MAX: Final = limits.record_bytes_max
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _PREFIX = struct.Struct(">II")
+_SPLIT_PREFIX = struct.Struct(">IIIiiqq")  # the header up to the physical offset
+_crc32c = crc32c.crc32c
 
 assert HEADER_BYTES == 76, "the layout diagram above must match the struct"
 assert RECORD_BYTES_MIN < RECORD_BYTES_MAX
@@ -246,6 +248,77 @@ def _decode_verified(view: memoryview, size: int, where: int, offset: int | None
         store_timestamp_ms=store_ts, store_host=store_text, reconsume_times=reconsume,
         prepared_transaction_offset=prepared,
     )  # fmt: skip
+
+
+# A record's fields straight from its bytes (see :func:`split_checked`): size, queue_id, flag,
+# queue_offset, physical_offset, sys_flag, born_ts, store_ts, tags_code, reconsume_times,
+# prepared_tx_offset, names (the length-prefixed topic, born host and store host as stored: a few
+# distinct values a reader can cache; :func:`names_of` splits them), properties, body (a view into
+# the buffer).
+RawRecord = tuple[int, int, int, int, int, int, int, int, int, int, int, bytes, bytes, memoryview]
+
+
+def names_of(names: bytes) -> tuple[bytes, bytes, bytes]:
+    """Topic, born host and store host (raw UTF-8) of a record's names part (``RawRecord[11]``)."""
+    end = 2 + ((names[0] << 8) | names[1])
+    topic = names[2:end]
+    born_end = end + 1 + names[end]
+    born_host = names[end + 1 : born_end]
+    return topic, born_host, names[born_end + 1 : born_end + 1 + names[born_end]]
+
+
+def split(buf: bytes, pos: int = 0) -> RawRecord:
+    """The fields of the whole, verified record at ``buf[pos:]`` (see :func:`split_checked`); raises
+    CorruptRecord if it does not check out."""
+    if len(buf) - pos < HEADER_BYTES:
+        raise CorruptRecord(f"record at byte {pos} is cut short", offset=pos)
+    _, size, _, _, _, _, offset = _SPLIT_PREFIX.unpack_from(buf, pos)
+    fields = split_checked(buf, pos, memoryview(buf), offset, size)
+    if fields is None:
+        raise CorruptRecord(
+            f"record at offset {offset} does not check out (magic, size, CRC or inner lengths)", offset=offset
+        )
+    return fields
+
+
+def split_checked(buf: bytes, pos: int, view: memoryview, offset: int, size: int) -> RawRecord | None:
+    """The fields of the record at ``buf[pos:]`` (``view`` is ``memoryview(buf)``) if it is the
+    record a ConsumeQueue unit ``(offset, size)`` points at and is whole: magic, size, stored physical
+    offset, CRC32C over header and body, inner lengths adding up. None otherwise (the caller then
+    reads it the general way, :func:`decode`, for the precise error). No dataclass, no text decoding:
+    the pull path's read (``CommitLog.read_many_raw``)."""
+    end_of_record = pos + size
+    if end_of_record > len(buf) or size < RECORD_BYTES_MIN:
+        return None
+    (magic, stored_size, crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts, store_ts,
+     tags_code, reconsume, prepared) = HEADER.unpack_from(buf, pos)  # fmt: skip
+    if (
+        magic != MAGIC
+        or stored_size != size
+        or physical_offset != offset
+        or _crc32c(view[pos + 12 : end_of_record]) != crc
+    ):
+        return None
+    names_start = pos + HEADER_BYTES
+    p = names_start + 2 + ((buf[names_start] << 8) | buf[names_start + 1])  # the born host's length
+    if p + 1 > end_of_record:
+        return None
+    p += 1 + buf[p]  # the store host's length
+    if p + 1 > end_of_record:
+        return None
+    p += 1 + buf[p]  # the properties' length: the names part ends here
+    if p + 2 > end_of_record:
+        return None
+    end = p + 2 + ((buf[p] << 8) | buf[p + 1])
+    if end + 4 > end_of_record:
+        return None
+    names, properties = buf[names_start:p], buf[p + 2 : end]
+    p = end + 4
+    end = p + ((buf[p - 4] << 24) | (buf[p - 3] << 16) | (buf[p - 2] << 8) | buf[p - 1])
+    if end != end_of_record:
+        return None
+    return (size, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts, store_ts, tags_code,
+            reconsume, prepared, names, properties, view[p:end])  # fmt: skip
 
 
 def _overrun(where: int) -> CorruptRecord:

@@ -323,6 +323,46 @@ class CommitLog:
             i = j
         return records
 
+    def read_many_raw(self, locations: Sequence[tuple[int, int]], limit: int) -> list[codec.RawRecord]:
+        """Like :meth:`read_many`, but each verified record comes back as its raw fields
+        (:func:`codec.split_checked`: no dataclass, no text decoding, the body a view of the pread buffer).
+        The checks are the same (magic, the unit's size, CRC32C over header and body, the stored
+        physical offset, inner lengths); a record failing any goes through :meth:`read`, which raises
+        the error a single read gives or returns the record found there (then its fields are returned)."""
+        records: list[codec.RawRecord] = []
+        split = codec.split_checked
+        i, count = 0, len(locations)
+        while i < count:
+            first, first_size = locations[i]
+            segment = self.segments.locate(first) if 0 <= first < limit else None
+            if segment is None:
+                records.append(self._read_raw(first, limit))
+                i += 1
+                continue
+            bound = min(limit, segment.base + self.segment_bytes, first + _SPAN_BYTES_MAX)
+            j, end = i + 1, first + first_size
+            while j < count:
+                offset, size = locations[j]
+                if offset < end or offset + size > bound:
+                    break
+                end = offset + size
+                j += 1
+            data = segment.handle.read_at(first - segment.base, end - first)
+            view = memoryview(data)
+            for offset, size in locations[i:j]:
+                fields = split(data, offset - first, view, offset, size)
+                records.append(self._read_raw(offset, limit) if fields is None else fields)
+            i = j
+        return records
+
+    def _read_raw(self, physical_offset: int, limit: int) -> codec.RawRecord:
+        """The slow path of :meth:`read_many_raw`: a full read (its errors), then the record's fields."""
+        record = self.read(physical_offset, limit)
+        segment = self.segments.locate(physical_offset)
+        invariant(segment is not None, "read() found the segment")
+        assert segment is not None
+        return codec.split(segment.handle.read_at(physical_offset - segment.base, record.size), 0)
+
     def store_ms_at(self, physical_offset: int) -> int:
         """The store timestamp of the record at ``physical_offset`` (header only, for searches)."""
         segment = self.segments.locate(physical_offset)

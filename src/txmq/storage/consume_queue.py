@@ -213,6 +213,25 @@ class ConsumeQueue:
             offset += count
         return result
 
+    def raw_units(self, queue_offset: int, max_count: int) -> list[tuple[int, int, int]]:
+        """``(physical_offset, size, tags_code)`` of up to ``max_count`` units from ``queue_offset``
+        (the units of :meth:`units` without their objects; the pull path reads these)."""
+        invariant(not self._pending, "read only with nothing buffered")
+        offset = max(queue_offset, self.min_offset)
+        for i, file in enumerate(self.files):  # noqa: B007 - i is used after the loop
+            if offset < file.base + file.count:
+                break
+        else:
+            return []
+        index = offset - file.base
+        count = min(file.count - index, max_count)
+        if count <= 0:
+            return []
+        result = list(UNIT.iter_unpack(file.handle.read_at(index * UNIT_BYTES, count * UNIT_BYTES)))
+        if count < max_count and i + 1 < len(self.files):  # the run crosses into the next file
+            result += self.raw_units(offset + count, max_count - count)
+        return result
+
     def _files_from(self, queue_offset: int) -> list[_File]:
         for i, file in enumerate(self.files):
             if queue_offset < file.base + file.count:

@@ -50,6 +50,7 @@ from txmq.storage.api import (
     PutRequest,
     QueueRead,
     QueueUnit,
+    RawQueueRead,
     ReadStatus,
     RecoveryReport,
     StoreConfig,
@@ -319,6 +320,37 @@ class MessageStore:
             total += unit.size
         records = self._log.read_many(locations, self._visible_limit())
         return QueueRead(ReadStatus.FOUND, records, queue_offset + len(records), low, high)
+
+    def read_queue_raw(self, topic: str, queue_id: int, queue_offset: int, max_count: int,
+                       max_bytes: int = limits.pull_bytes_max,
+                       tags_codes: frozenset[int] | None = None) -> RawQueueRead:  # fmt: skip
+        """:meth:`read_queue` with the records as raw fields (``codec.RawRecord``), for the pull path.
+
+        Same units, same byte budget, same next offset. With ``tags_codes``, units whose tags code is
+        not in it are passed over without reading their records (hash collisions still come back:
+        the caller checks the tag itself)."""
+        _check_queue_args(queue_id, queue_offset, max_count)
+        queue = self._queues.get(topic, queue_id)
+        if queue is None:
+            return RawQueueRead(ReadStatus.NO_QUEUE, [], 0, 0, 0)
+        low, high = queue.min_offset, queue.max_offset
+        status = _position_status(queue_offset, low, high)
+        if status is not None:
+            next_offset = low if status is ReadStatus.OFFSET_TOO_SMALL else high
+            return RawQueueRead(status, [], next_offset, low, high)
+        locations: list[tuple[int, int]] = []
+        total = counted = 0
+        for physical_offset, size, tags_code in queue.raw_units(
+            queue_offset, min(max_count, limits.pull_batch_max)
+        ):
+            if counted and total + size > max_bytes:
+                break
+            counted += 1
+            total += size
+            if tags_codes is None or tags_code in tags_codes:
+                locations.append((physical_offset, size))
+        records = self._log.read_many_raw(locations, self._visible_limit()) if locations else []
+        return RawQueueRead(ReadStatus.FOUND, records, queue_offset + counted, low, high)
 
     def queue_units(self, topic: str, queue_id: int, queue_offset: int, max_count: int) -> list[QueueUnit]:
         _check_queue_args(queue_id, queue_offset, max_count)

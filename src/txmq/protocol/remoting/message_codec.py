@@ -125,6 +125,11 @@ def _ipv4(host: str) -> bytes:
         return b"\x00\x00\x00\x00"
 
 
+def ipv4_bytes(host: str) -> bytes:
+    """The four address bytes a record carries for ``host`` (0.0.0.0 when it is not IPv4)."""
+    return _ipv4(host)
+
+
 # ---------------------------------------------------------------------------------------------- records
 
 
@@ -154,6 +159,55 @@ def encode_message(msg: WireMessage) -> bytes:
     return b"".join((fixed, body, topic_len, topic, _U16.pack(len(properties)), properties))
 
 
+# One pulled record as the broker's lean pull path hands it over (no WireMessage, nothing decoded):
+# body, properties (``k\x01v\x02`` bytes), queue_id, queue_offset, commit_log_offset, born_timestamp,
+# born IPv4 (4 bytes), born port, store_timestamp, store IPv4, store port, reconsume_times.
+PulledRecord = tuple[bytes | memoryview, bytes, int, int, int, int, bytes, int, int, bytes, int, int]
+
+
+def encode_pulled(topic: str, records: list[PulledRecord | bytes]) -> bytes:
+    """A PULL_MESSAGE response body from raw fields: byte for byte what :func:`encode_messages` writes
+    for the same messages with ``sys_flag``, ``flag`` and the prepared offset 0 and the body CRC
+    computed (what the broker's ``to_wire`` builds), one struct pack per record and one join.
+    A ``bytes`` item is a record encoded already (the general path's), copied as it is."""
+    if not records:
+        return b""
+    topic_bytes = topic.encode("utf-8")
+    topic_error = None  # raised where encode_message raises it: after the properties check
+    if len(topic_bytes) <= _TOPIC_V1_MAX:
+        magic, topic_part = MAGIC_V1, _U8.pack(len(topic_bytes)) + topic_bytes
+    elif len(topic_bytes) <= 0x7FFF:
+        magic, topic_part = MAGIC_V2, _U16.pack(len(topic_bytes)) + topic_bytes
+    else:
+        magic, topic_part = MAGIC_V2, b""
+        topic_error = LocalProtocolError(
+            f"topic of {len(topic_bytes)} bytes is too long for a message record"
+        )
+    pack, crc32, fixed_size = _V4_FIXED.pack, zlib.crc32, _V4_FIXED.size + len(topic_part) + 2
+    parts: list[bytes | memoryview] = []
+    for record in records:
+        if isinstance(record, bytes):
+            parts.append(record)
+            continue
+        (body, properties, queue_id, queue_offset, commit_log_offset, born_ts, born_ip, born_port, store_ts,
+         store_ip, store_port, reconsume) = record  # fmt: skip
+        if len(properties) > _PROPERTIES_MAX:
+            raise errors.PropertiesTooLarge("properties", len(properties), _PROPERTIES_MAX)
+        if topic_error is not None:
+            raise topic_error
+        body_len = len(body)
+        try:
+            fixed = pack(
+                fixed_size + body_len + len(properties), magic, crc32(body) & 0x7FFFFFFF, queue_id, 0,
+                queue_offset, commit_log_offset, 0, born_ts, born_ip, born_port, store_ts, store_ip,
+                store_port, reconsume, 0, body_len,
+            )  # fmt: skip
+        except struct.error as exc:
+            raise LocalProtocolError(f"message field out of range: {exc}") from None
+        parts += (fixed, body, topic_part, len(properties).to_bytes(2, "big"), properties)
+    return b"".join(parts)
+
+
 def encode_messages(messages: list[WireMessage]) -> bytes:
     """A PULL_MESSAGE / QUERY_MESSAGE response body: records back to back."""
     return b"".join([encode_message(m) for m in messages])
@@ -166,6 +220,65 @@ def decode_messages(data: bytes) -> list[WireMessage]:
     while pos < len(data):
         msg, pos = decode_message(data, pos)
         result.append(msg)
+    return result
+
+
+# One record of a pull body as :func:`decode_pulled` returns it: topic, body, properties (the raw
+# ``k\x01v\x02`` bytes), queue_id, queue_offset, commit_log_offset, born_timestamp, born host
+# ``(ip, port)``, store_timestamp, store host ``(ip, port)``, reconsume_times, TOTALSIZE.
+PulledFields = tuple[str, bytes, bytes, int, int, int, int, Host, int, Host, int, int]
+
+
+def decode_pulled(data: bytes) -> list[PulledFields]:
+    """The records of a pull body as plain tuples (no ``WireMessage``, properties left encoded): the
+    consumer's lean decode. IPv4 V1/V2 records only; on anything else (IPv6 hosts, a malformed
+    record) it raises ``InvalidBody`` and callers use :func:`decode_messages`, whose checks and errors
+    are the reference."""
+    result: list[PulledFields] = []
+    unpack, v4_size, size = _V4_FIXED.unpack_from, _V4_FIXED.size, len(data)
+    hosts: dict[tuple[bytes, int], Host] = {}
+    topics: dict[bytes, str] = {}
+    pos = 0
+    try:
+        while pos < size:
+            (total, magic, _, queue_id, _, queue_offset, phys, sys_flag, born_ts, born_ip, born_port,
+             store_ts, store_ip, store_port, reconsume, _, body_len) = unpack(data, pos)  # fmt: skip
+            end = pos + total
+            if sys_flag & _V6_FLAGS or total < v4_size or end > size or body_len < 0:
+                raise ValueError("not a plain IPv4 record")
+            p = pos + v4_size + body_len
+            if p > end:
+                raise ValueError(f"body length {body_len} is out of bounds")
+            body = data[pos + v4_size : p]
+            if magic == MAGIC_V1:
+                topic_end = p + 1 + data[p]
+                raw_topic = data[p + 1 : topic_end]
+            elif magic == MAGIC_V2:
+                topic_end = p + 2 + ((data[p] << 8) | data[p + 1])
+                raw_topic = data[p + 2 : topic_end]
+            else:
+                raise ValueError(f"unknown magic code {magic:#x}")
+            if topic_end + 2 > end:
+                raise ValueError("topic runs past the record")
+            props_start = topic_end + 2
+            props_end = props_start + ((data[topic_end] << 8) | data[topic_end + 1])
+            if props_end > end:
+                raise ValueError("properties run past the record")
+            topic = topics.get(raw_topic)
+            if topic is None:
+                topic = topics[raw_topic] = raw_topic.decode("utf-8")
+            born = hosts.get((born_ip, born_port))
+            if born is None:
+                born = hosts[(born_ip, born_port)] = (_ntoa(born_ip), born_port)
+            store = hosts.get((store_ip, store_port))
+            if store is None:
+                store = hosts[(store_ip, store_port)] = (_ntoa(store_ip), store_port)
+            raw_properties = data[props_start:props_end]
+            result.append((topic, body, raw_properties, queue_id, queue_offset, phys, born_ts, born, store_ts,
+                           store, reconsume, total))  # fmt: skip
+            pos = end
+    except (struct.error, IndexError, ValueError) as exc:
+        raise InvalidBody(f"malformed message record at byte {pos}: {exc}") from None
     return result
 
 

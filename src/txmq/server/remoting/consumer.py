@@ -4,7 +4,8 @@ orderly locks (41, 42)."""
 from __future__ import annotations
 
 from txmq.broker import retry
-from txmq.broker.broker import OffsetPolicy, PullResult
+from txmq.broker.broker import OffsetPolicy, RawPullResult
+from txmq.broker.records import to_view
 from txmq.common import errors, limits
 from txmq.protocol.remoting.bodies import LockBatchRequestBody, LockBatchResponseBody, MessageQueueData
 from txmq.protocol.remoting.codes import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION, PULL_SUSPEND, ResponseCode
@@ -24,9 +25,9 @@ from txmq.protocol.remoting.headers import (
     UpdateConsumerOffsetRequestHeader,
     parse_pull_header,
 )
-from txmq.protocol.remoting.message_codec import encode_message
+from txmq.protocol.remoting.message_codec import encode_message, encode_pulled
 from txmq.server.remoting.context import RemotingContext
-from txmq.server.remoting.convert import to_wire
+from txmq.server.remoting.convert import pulled, to_wire
 from txmq.server.remoting_transport import RemotingEndpoint
 from txmq.storage.api import ReadStatus
 
@@ -47,8 +48,9 @@ async def pull(ctx: RemotingContext, request: RemotingCommand, endpoint: Remotin
         broker.update_offset(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
     long_poll = header.suspend_timeout_millis if header.sys_flag & PULL_SUSPEND else 0
     batch_size = max(1, min(header.max_msg_nums, limits.pull_batch_max))
-    result = await broker.pull(
-        group=header.consumer_group, topic=header.topic, queue_id=header.queue_id, offset=header.queue_offset,
+    topic = header.topic
+    result = await broker.pull_raw(
+        group=header.consumer_group, topic=topic, queue_id=header.queue_id, offset=header.queue_offset,
         batch_size=batch_size, expression=_expression(ctx, header),
         long_poll_ms=max(0, min(long_poll, limits.long_polling_ms_max)),
         max_bytes=min(header.max_msg_bytes or limits.pull_bytes_max, limits.pull_bytes_max),
@@ -60,12 +62,17 @@ async def pull(ctx: RemotingContext, request: RemotingCommand, endpoint: Remotin
     )  # fmt: skip
     body = b""
     if code == ResponseCode.SUCCESS:
-        body = b"".join([encode_message(to_wire(v, topic=header.topic)) for v in result.messages])
+
+        def general(physical_offset: int) -> bytes:
+            return encode_message(to_wire(to_view(broker.store.read(physical_offset)), topic=topic))
+
+        # straight from the raw record fields to wire records: one struct pack each, one join
+        body = encode_pulled(topic, pulled(result.records, topic, general))
     return make_response(request, code, ext_fields=response_header.to_ext_fields(), body=body)
 
 
-def _pull_code(result: PullResult, offset: int) -> ResponseCode:
-    if result.messages:
+def _pull_code(result: RawPullResult, offset: int) -> ResponseCode:
+    if result.records:
         return ResponseCode.SUCCESS
     status = result.status
     if status is ReadStatus.NO_NEW_MESSAGE:

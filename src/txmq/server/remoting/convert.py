@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from txmq.broker.records import split_host
 from txmq.common import errors
 from txmq.common import properties as props
 from txmq.common.message import Message, MessageView, SysFlag
 from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
-from txmq.protocol.remoting.message_codec import WireMessage, body_crc
+from txmq.protocol.remoting.message_codec import PulledRecord, WireMessage, body_crc, ipv4_bytes
+from txmq.storage import codec
+from txmq.storage.codec import RawRecord
 
 _CONSUMED = frozenset(
     {
@@ -104,3 +106,51 @@ def check_wire(view: MessageView, transaction_id: str, producer_group: str) -> W
     return dataclasses.replace(
         to_wire(view, sys_flag=SysFlag.TRANSACTION_PREPARED), properties=properties, properties_raw=None
     )
+
+
+_NAMES_MAX = 4096
+# a record's names part (topic, born host, store host as stored) -> (topic, born, store as the wire
+# carries them), or None when a host is not UTF-8; a broker sees few distinct names parts
+_wire_names: dict[bytes, tuple[bytes, tuple[bytes, int], tuple[bytes, int]] | None] = {}
+_RECONSUME_KEY = (props.RECONSUME_TIME + props.NAME_VALUE_SEPARATOR).encode()
+
+
+def _names_for_wire(names: bytes) -> tuple[bytes, tuple[bytes, int], tuple[bytes, int]] | None:
+    topic, born_host, store_host = codec.names_of(names)
+    try:
+        wire = (topic, _wire_host(born_host), _wire_host(store_host))
+    except UnicodeDecodeError:
+        wire = None
+    if len(_wire_names) < _NAMES_MAX:
+        _wire_names[names] = wire
+    return wire
+
+
+def _wire_host(raw: bytes) -> tuple[bytes, int]:
+    """A stored ``ip:port`` host as a record's IPv4 bytes and port, as ``to_wire`` makes it. Raises
+    UnicodeDecodeError on bytes that are not UTF-8 (which the general read rejects)."""
+    host, port = _host(str(raw, "utf-8"))
+    return ipv4_bytes(host), port
+
+
+def pulled(
+    records: Sequence[RawRecord], topic: str, general: Callable[[int], bytes]
+) -> list[PulledRecord | bytes]:
+    """The fields ``encode_pulled`` writes for each raw record, as ``to_wire(to_view(record))`` has
+    them. A record the lean path does not cover byte for byte (a RECONSUME_TIME property, which
+    overrides the header's count; a stored topic other than the pulled one; hosts not UTF-8) is
+    encoded by ``general(physical_offset)``, the general path, instead."""
+    topic_bytes = topic.encode("utf-8")
+    cache = _wire_names
+    result: list[PulledRecord | bytes] = []
+    append = result.append
+    for (_, queue_id, _, queue_offset, physical_offset, _, born_ts, store_ts, _, reconsume, _, names,
+         properties, body) in records:  # fmt: skip
+        wire = cache[names] if names in cache else _names_for_wire(names)
+        if wire is None or wire[0] != topic_bytes or _RECONSUME_KEY in properties:
+            append(general(physical_offset))
+            continue
+        born, store = wire[1], wire[2]
+        append((body, properties, queue_id, queue_offset, physical_offset, born_ts, born[0], born[1],
+                store_ts, store[0], store[1], reconsume))  # fmt: skip
+    return result

@@ -1,0 +1,188 @@
+"""The lean pull path against the general one: for arbitrary stored records, the raw fields
+(``codec.split``) equal the decoded record's, and the wire records ``encode_pulled`` writes from
+them are byte for byte what ``encode_message(to_wire(to_view(record)))`` writes (or both fail alike)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from txmq.broker.records import to_view
+from txmq.common import properties as props
+from txmq.common.errors import CorruptRecord, TxmqError
+from txmq.protocol.remoting.errors import LocalProtocolError
+from txmq.protocol.remoting.message_codec import encode_message, encode_messages, encode_pulled
+from txmq.server.remoting.convert import pulled, to_wire
+from txmq.storage import codec
+from txmq.storage.api import StoredRecord
+
+I32 = st.integers(-(2**31), 2**31 - 1)
+I64 = st.integers(-(2**63), 2**63 - 1)
+_TEXT = st.text(st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), max_size=12)
+_KEYS = st.one_of(
+    st.sampled_from([props.TAGS, props.KEYS, props.UNIQ_KEY, props.RECONSUME_TIME, props.RETRY_TOPIC]),
+    st.text("abcXRECONSUME_TIMEy", min_size=1, max_size=16),
+)
+_RECONSUME_VALUES = st.one_of(st.integers(0, 2**40).map(str), _TEXT)
+_HOSTS = st.one_of(
+    st.sampled_from(["127.0.0.1:10911", "10.1.2.3:0", "::ffff:10.0.0.1:55", "[::1]:80", "", "h:x", ":"]),
+    st.builds(
+        lambda a, b, c, d, port: f"{a}.{b}.{c}.{d}:{port}",
+        *[st.integers(0, 255)] * 4,
+        st.integers(-(2**32), 2**32),
+    ),
+    st.text("0123456789.:ab", max_size=24),
+)
+
+# the broker's own address: always host:port (the general path's message id needs a port that fits)
+_STORE_HOSTS = st.one_of(
+    st.sampled_from(["127.0.0.1:10911", "10.1.2.3:0", "::ffff:10.0.0.1:55", "host:1"]),
+    st.builds(
+        lambda a, b, port: f"10.{a}.{b}.1:{port}",
+        st.integers(0, 255),
+        st.integers(0, 255),
+        st.integers(0, 65535),
+    ),
+)
+
+
+@st.composite
+def _properties(draw: st.DrawFn) -> bytes:
+    entries = draw(st.dictionaries(_KEYS, _TEXT, max_size=5))
+    if props.RECONSUME_TIME in entries:
+        entries[props.RECONSUME_TIME] = draw(_RECONSUME_VALUES)
+    return props.encode(entries)
+
+
+_TOPICS = st.one_of(st.text("abcXYZ09_-%|", min_size=1, max_size=40), st.just("T" * 200))
+fields_st = st.builds(
+    codec.RecordFields,
+    topic=st.just(b""),  # set from the drawn topic
+    queue_id=st.integers(0, 1023),
+    body=st.binary(max_size=300),
+    properties=_properties(),
+    tags_code=I64,
+    flag=I32,
+    sys_flag=I32,
+    born_timestamp_ms=I64,
+    born_host=_HOSTS.map(str.encode),
+    reconsume_times=I32,
+    prepared_transaction_offset=I64,
+)
+
+
+def _general(record: StoredRecord, topic: str) -> bytes | type[Exception]:
+    try:
+        return encode_message(to_wire(to_view(record), topic=topic))
+    except (TxmqError, ValueError) as exc:
+        return type(exc)
+
+
+def _lean(
+    raw: list[codec.RawRecord], topic: str, records: dict[int, StoredRecord]
+) -> bytes | type[Exception]:
+    def general(physical_offset: int) -> bytes:
+        return encode_message(to_wire(to_view(records[physical_offset]), topic=topic))
+
+    try:
+        return encode_pulled(topic, pulled(raw, topic, general))
+    except (TxmqError, ValueError) as exc:
+        return type(exc)
+
+
+def _covered(record: StoredRecord) -> bool:
+    """Records the lean path encodes itself (the rest it hands to the general path)."""
+    return props.RECONSUME_TIME not in props.decode(record.properties)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    topic=_TOPICS,
+    fields=st.lists(fields_st, min_size=1, max_size=4),
+    store_host=_STORE_HOSTS,
+    start=st.integers(0, 2**40),
+    store_ms=I64,
+)
+def test_lean_pull_records_are_byte_identical(
+    topic: str, fields: list[codec.RecordFields], store_host: str, start: int, store_ms: int
+) -> None:
+    buf = bytearray()
+    records: dict[int, StoredRecord] = {}
+    positions: list[int] = []
+    for queue_offset, f in enumerate(fields):
+        f = dataclasses.replace(f, topic=topic.encode())
+        offset = start + len(buf)
+        encoded = codec.encode(f, store_host=store_host.encode(), queue_offset=queue_offset,
+                               physical_offset=offset, store_timestamp_ms=store_ms)  # fmt: skip
+        positions.append(len(buf))
+        records[offset] = codec.decode(encoded, offset=offset)
+        buf += encoded
+    data = bytes(buf)
+    raw = [codec.split(data, pos) for pos in positions]
+    for fields_of, (offset, record) in zip(raw, records.items(), strict=True):
+        assert fields_of[:11] == (
+            record.size, record.queue_id, record.flag, record.queue_offset, offset, record.sys_flag,
+            record.born_timestamp_ms, record.store_timestamp_ms, record.tags_code, record.reconsume_times,
+            record.prepared_transaction_offset,
+        )  # fmt: skip
+        expected = (record.topic.encode(), record.born_host.encode(), record.store_host.encode())
+        assert (*codec.names_of(fields_of[11]), fields_of[12]) == (*expected, record.properties)
+        assert bytes(fields_of[13]) == record.body
+    expected = [_general(r, topic) for r in records.values()]
+    lean = _lean(raw, topic, records)
+    if all(isinstance(e, bytes) for e in expected):
+        assert lean == b"".join(e for e in expected if isinstance(e, bytes))
+        if all(_covered(r) for r in records.values()):
+            assert lean == encode_pulled(topic, pulled(raw, topic, _no_general))
+    else:  # the pull fails; with one bad record, with its error (with several, one of theirs)
+        failures = [e for e in expected if not isinstance(e, bytes)]
+        assert lean in failures
+        if len(failures) == 1:
+            assert lean == failures[0]
+
+
+def _no_general(physical_offset: int) -> bytes:
+    raise AssertionError(f"record at {physical_offset} should not need the general path")
+
+
+def test_encode_pulled_matches_encode_messages_for_a_plain_record() -> None:
+    f = codec.RecordFields(
+        b"Topic", 3, b"body", props.encode({props.TAGS: "a"}), 97, 0, 0, 1, b"1.2.3.4:5", 0, 0
+    )
+    data = codec.encode(
+        f, store_host=b"9.8.7.6:10911", queue_offset=7, physical_offset=0, store_timestamp_ms=2
+    )
+    record = codec.decode(data)
+    lean = encode_pulled("Topic", pulled([codec.split(data, 0)], "Topic", _no_general))
+    assert lean == encode_messages([to_wire(to_view(record), topic="Topic")])
+    assert encode_pulled("Topic", []) == b""
+
+
+def test_a_long_topic_fails_like_the_general_encoder() -> None:
+    topic = "t" * 0x8000
+    f = codec.RecordFields(topic.encode(), 0, b"x", b"", 0, 0, 0, 1, b"1.2.3.4:5", 0, 0)
+    data = codec.encode(f, store_host=b"9.8.7.6:1", queue_offset=0, physical_offset=0, store_timestamp_ms=2)
+    with pytest.raises(LocalProtocolError):
+        encode_message(to_wire(to_view(codec.decode(data)), topic=topic))
+    with pytest.raises(LocalProtocolError):
+        encode_pulled(topic, pulled([codec.split(data, 0)], topic, _no_general))
+
+
+def test_split_rejects_records_that_do_not_check_out() -> None:
+    f = codec.RecordFields(b"T", 0, b"body", b"", 0, 0, 0, 1, b"h", 0, 0)
+    data = bytearray(
+        codec.encode(f, store_host=b"s", queue_offset=0, physical_offset=0, store_timestamp_ms=2)
+    )
+    data[codec.HEADER_BYTES + 1] = 200  # the topic length now runs past the record
+    with pytest.raises(CorruptRecord, match="does not check out"):
+        codec.split(bytes(data), 0)
+    f = codec.RecordFields(b"T", 0, b"body", b"", 0, 0, 0, 1, b"h", 0, 0)
+    good = codec.encode(f, store_host=b"s", queue_offset=0, physical_offset=64, store_timestamp_ms=2)
+    view = memoryview(good)
+    assert codec.split_checked(good, 0, view, 64, len(good)) == codec.split(good)
+    assert codec.split_checked(good, 0, view, 65, len(good)) is None, "misdirected"
+    assert codec.split_checked(good, 0, view, 64, len(good) - 1) is None, "not the unit's size"
+    assert codec.split_checked(good[:-1], 0, memoryview(good[:-1]), 64, len(good)) is None, "cut short"
