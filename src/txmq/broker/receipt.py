@@ -23,7 +23,12 @@ class Receipt:
     deadline_ms: int
 
     def encode(self) -> str:
-        return f"{_VERSION}|{self.topic}|{self.queue_id}|{self.queue_offset}|{self.nonce}|{self.deadline_ms}"
+        return encode_receipt(self.topic, self.queue_id, self.queue_offset, self.nonce, self.deadline_ms)
+
+
+def encode_receipt(topic: str, queue_id: int, queue_offset: int, nonce: int, deadline_ms: int) -> str:
+    """``Receipt(...).encode()`` without building the Receipt (one per delivered message)."""
+    return f"{_VERSION}|{topic}|{queue_id}|{queue_offset}|{nonce}|{deadline_ms}"
 
 
 def decode_receipt(handle: str) -> Receipt:
