@@ -223,11 +223,16 @@ class MessagingServicer:
             yield response(status=status_of(exc))
             return
         if messages:
-            yield response(status=convert.OK_STATUS)
+            # every response is built before the first is written: one tight conversion loop costs
+            # less than conversions interleaved with grpc's writes (measured in grpc_bench's receive)
             to_wire = convert.to_wire
+            responses = [response(status=convert.OK_STATUS)]
             for view in messages:
                 delivered = response()
                 to_wire(view, invisible_ms=invisible_ms, into=delivered.message)
+                responses.append(delivered)
+            del messages
+            for delivered in responses:
                 yield delivered
         else:
             yield response(status=_NOT_FOUND)
