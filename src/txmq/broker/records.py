@@ -49,10 +49,13 @@ def offset_message_id(record: StoredRecord) -> str:
     return msgid.offset_message_id(host, port, record.physical_offset)
 
 
+_TYPES_BY_NAME: dict[str, MessageType] = dict(MessageType.__members__)  # Enum.__members__ copies per call
+
+
 def message_type_of(decoded: Mapping[str, str]) -> MessageType:
     name = decoded.get(props.MESSAGE_TYPE)
-    if name is not None and name in MessageType.__members__:
-        return MessageType[name]
+    if name is not None and name in _TYPES_BY_NAME:
+        return _TYPES_BY_NAME[name]
     if decoded.get(props.SHARDING_KEY):
         return MessageType.FIFO
     if decoded.get(props.TIMER_DELIVER_MS) or decoded.get(props.DELAY):
