@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from txmq.common import errors
+from txmq.common.fastinit import slot_init
 
 _VERSION = "t1"
 
 
+@slot_init  # one is decoded per ack
 @dataclass(frozen=True, slots=True)
 class Receipt:
     topic: str

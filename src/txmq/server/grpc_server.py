@@ -252,21 +252,22 @@ class MessagingServicer:
     @_unary(S.AckMessageResponse)
     async def AckMessage(self, request: Any, context: Any) -> Any:
         group = request.group.name
-        entries = []
+        reply = S.AckMessageResponse()
+        add = reply.entries.add  # filled in place: a receive loop acks every message it got
+        ack = self.broker.ack
+        ok = convert.OK_STATUS
         first_failure = None
         for entry in request.entries:
+            handle = entry.receipt_handle
             try:
-                self.broker.ack(group=group, receipt_handle=entry.receipt_handle)
-                result_status = convert.OK_STATUS
+                ack(group=group, receipt_handle=handle)
+                result_status = ok
             except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
                 result_status = status_of(exc)
                 first_failure = first_failure or result_status
-            entries.append(
-                S.AckMessageResultEntry(
-                    message_id=entry.message_id, receipt_handle=entry.receipt_handle, status=result_status
-                )
-            )
-        return S.AckMessageResponse(status=first_failure or convert.OK_STATUS, entries=entries)
+            add(message_id=entry.message_id, receipt_handle=handle, status=result_status)
+        reply.status.CopyFrom(first_failure or ok)
+        return reply
 
     @_unary(S.ChangeInvisibleDurationResponse)
     async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
