@@ -62,6 +62,7 @@ class SysFlag(enum.IntFlag):
 TRANSACTION_MASK = 0xC
 
 
+@slot_init  # one is built per message of every send
 @dataclass(frozen=True, slots=True)
 class Message:
     """A message to send.
