@@ -19,7 +19,7 @@ from txmq.broker.broker import Broker, OffsetPolicy
 from txmq.broker.send import SendContext
 from txmq.broker.topics import TopicConfig
 from txmq.common import errors, limits
-from txmq.common.message import Message, MessageView, SendResult
+from txmq.common.message import Message, MessageView
 from txmq.protocol.grpc import convert, pb, routes
 from txmq.protocol.grpc.status import status_of
 from txmq.server import grpc_telemetry
@@ -94,16 +94,6 @@ def _expression(filter_expression: Any) -> str:
 def _topic_route(config: TopicConfig) -> routes.TopicRoute:
     return routes.TopicRoute(
         config.name, config.queues, config.message_type.accepted(), config.readable, config.writable
-    )
-
-
-def _send_entry(result: SendResult) -> Any:
-    return S.SendResultEntry(
-        status=convert.OK_STATUS,
-        message_id=result.message_id,
-        transaction_id=result.transaction_id or "",
-        offset=result.queue_offset,
-        recall_handle=result.recall_handle or "",
     )
 
 
@@ -186,7 +176,18 @@ class MessagingServicer:
                 for m in request.messages
             ]
             return S.SendMessageResponse(status=failed, entries=entries)
-        return S.SendMessageResponse(status=convert.OK_STATUS, entries=[_send_entry(r) for r in results])
+        reply = S.SendMessageResponse()
+        reply.status.CopyFrom(convert.OK_STATUS)
+        add, ok = reply.entries.add, convert.OK_STATUS  # filled in place, not built and then copied
+        for result in results:
+            add(
+                status=ok,
+                message_id=result.message_id,
+                transaction_id=result.transaction_id or "",
+                offset=result.queue_offset,
+                recall_handle=result.recall_handle or "",
+            )
+        return reply
 
     @_unary(S.EndTransactionResponse)
     async def EndTransaction(self, request: Any, context: Any) -> Any:
