@@ -78,7 +78,8 @@ def to_view(
     if decoded is None:
         decoded = props.decode(record.properties)
         raw_properties = record.properties
-    keys = tuple(k for k in decoded.get(props.KEYS, "").split(props.KEY_SEPARATOR) if k)
+    keys_text = decoded.get(props.KEYS)  # most messages have none: skip the split and the generator
+    keys = tuple(k for k in keys_text.split(props.KEY_SEPARATOR) if k) if keys_text else ()
     deliver = decoded.get(props.TIMER_DELIVER_MS)
     reconsume = int(decoded.get(props.RECONSUME_TIME, record.reconsume_times) or 0)
     return MessageView(
