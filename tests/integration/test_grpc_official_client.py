@@ -360,3 +360,69 @@ def test_offset_rpcs_the_proxy_lacks(rmq: Any, broker: BrokerProcess, clients: C
         assert [r.status.code for r in stub.ReceiveMessage(sql, metadata=meta, timeout=5)] == [
             pb.Code.UNSUPPORTED
         ]
+
+
+def test_a_large_receive_streams_every_chunk_and_acks_them(rmq: Any, broker: BrokerProcess) -> None:
+    """A ReceiveMessage bigger than one leasing step (receive_chunks) is still one well-formed stream:
+    status first, every message once, the delivery timestamp last; AckMessage takes them all."""
+    import grpc
+
+    from txmq.broker.broker import RECEIVE_CHUNK
+    from txmq.protocol.grpc import convert, pb
+
+    topic, group = _name("chunks"), _name("g")
+    count = 2 * RECEIVE_CHUNK + 7
+    broker.admin("topic.create", {"name": topic, "queues": 2})
+    meta = (("x-mq-client-id", "test-client"),)
+    S = pb.service
+    with grpc.insecure_channel(broker.endpoint) as channel:
+        stub = pb.MessagingServiceStub(channel)
+        for start in range(0, count, 100):
+            messages = []
+            for i in range(start, min(count, start + 100)):
+                message = pb.Message(body=f"m{i}".encode())
+                message.topic.name = topic
+                message.system_properties.message_id = f"01CHUNK{i:025d}"
+                message.system_properties.body_encoding = pb.Encoding.IDENTITY
+                message.system_properties.message_type = pb.MessageType.NORMAL
+                messages.append(message)
+            sent = stub.SendMessage(S.SendMessageRequest(messages=messages), metadata=meta)
+            assert sent.status.code == pb.Code.OK
+        request = S.ReceiveMessageRequest(group=pb.Resource(name=group), batch_size=count + 10)
+        request.message_queue.topic.name = topic
+        request.message_queue.id = -1
+        request.filter_expression.expression = "*"
+        convert.set_duration(request.invisible_duration, 60_000)
+        replies = list(stub.ReceiveMessage(request, metadata=meta, timeout=10))
+        kinds = [r.WhichOneof("content") for r in replies]
+        assert kinds == ["status"] + ["message"] * count + ["delivery_timestamp"]
+        assert replies[0].status.code == pb.Code.OK
+        got = [r.message for r in replies[1:-1]]
+        assert sorted(m.body for m in got) == sorted(f"m{i}".encode() for i in range(count))
+        entries = [
+            S.AckMessageEntry(
+                message_id=m.system_properties.message_id, receipt_handle=m.system_properties.receipt_handle
+            )
+            for m in got
+        ]
+        acked = stub.AckMessage(
+            S.AckMessageRequest(
+                group=pb.Resource(name=group), topic=pb.Resource(name=topic), entries=entries
+            ),
+            metadata=meta,
+        )
+        assert acked.status.code == pb.Code.OK and len(acked.entries) == count
+        assert {e.status.code for e in acked.entries} == {pb.Code.OK}
+        assert [e.receipt_handle for e in acked.entries] == [e.receipt_handle for e in entries]
+        stale = stub.AckMessage(  # acked already: every entry fails, the first failure is the call's
+            S.AckMessageRequest(
+                group=pb.Resource(name=group), topic=pb.Resource(name=topic), entries=entries[:2]
+            ),
+            metadata=meta,
+        )
+        assert stale.status.code == pb.Code.INVALID_RECEIPT_HANDLE
+        assert [e.status.code for e in stale.entries] == [pb.Code.INVALID_RECEIPT_HANDLE] * 2
+        assert [e.message_id for e in stale.entries] == [e.message_id for e in entries[:2]]
+        again = list(stub.ReceiveMessage(request, metadata=meta, timeout=10))
+        assert [r.WhichOneof("content") for r in again] == ["status", "delivery_timestamp"]
+        assert again[0].status.code == pb.Code.MESSAGE_NOT_FOUND

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import enum
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -43,6 +43,7 @@ from txmq.storage.fs import FileSystem
 from txmq.storage.store import MessageStore
 
 log = logging.getLogger(__name__)
+RECEIVE_CHUNK = 128  # receive_chunks: messages leased per step of a streamed receive
 
 
 class OffsetPolicy(enum.Enum):
@@ -278,6 +279,56 @@ class Broker:
         long_poll_ms: int,
         queue_id: int | None = None,
     ) -> list[MessageView]:
+        tag_filter, config = self._check_receive(
+            group, topic, expression, batch_size, invisible_ms, long_poll_ms
+        )
+        return await self._receive(
+            group, topic, config, tag_filter, batch_size, invisible_ms, long_poll_ms, queue_id
+        )
+
+    async def receive_chunks(
+        self,
+        *,
+        group: str,
+        topic: str,
+        expression: str | None,
+        batch_size: int,
+        invisible_ms: int,
+        long_poll_ms: int,
+        queue_id: int | None = None,
+        chunk: int = RECEIVE_CHUNK,
+    ) -> AsyncGenerator[list[MessageView], None]:
+        """:meth:`receive`, handed out in lists of at most ``chunk`` messages (never empty), so a door
+        can write the first messages of a large batch while the broker leases the next ones instead of
+        holding the event loop for the whole batch. The first list waits like ``receive`` (and invalid
+        arguments raise before it); the later ones take what is visible right away, up to
+        ``batch_size`` in all, and the iteration ends at the first short list."""
+        tag_filter, config = self._check_receive(
+            group, topic, expression, batch_size, invisible_ms, long_poll_ms
+        )
+        remaining, wait_ms = batch_size, long_poll_ms
+        while remaining > 0:
+            want = min(chunk, remaining)
+            messages = await self._receive(
+                group, topic, config, tag_filter, want, invisible_ms, wait_ms, queue_id
+            )
+            if not messages:
+                return
+            yield messages
+            if len(messages) < want:
+                return
+            remaining -= len(messages)
+            wait_ms = 0
+
+    def _check_receive(
+        self,
+        group: str,
+        topic: str,
+        expression: str | None,
+        batch_size: int,
+        invisible_ms: int,
+        long_poll_ms: int,
+    ) -> tuple[TagFilter, TopicConfig]:
         names.validate_group(group)
         if not 1 <= batch_size <= limits.receive_batch_max:
             raise errors.InvalidArgument(f"batch size must be 1..{limits.receive_batch_max}")
@@ -288,8 +339,19 @@ class Broker:
             )
         if not 0 <= long_poll_ms <= limits.long_polling_ms_max:
             raise errors.InvalidPollingTime(f"long polling time must be 0..{limits.long_polling_ms_max} ms")
-        tag_filter = parse_tag_filter(expression)
-        config = self.topics.resolve(topic, for_write=False)
+        return parse_tag_filter(expression), self.topics.resolve(topic, for_write=False)
+
+    async def _receive(
+        self,
+        group: str,
+        topic: str,
+        config: TopicConfig,
+        tag_filter: TagFilter,
+        batch_size: int,
+        invisible_ms: int,
+        long_poll_ms: int,
+        queue_id: int | None,
+    ) -> list[MessageView]:
         deadline = self.clock.monotonic_ms() + long_poll_ms
         watched = {topic, names.retry_topic(group)}
         while True:

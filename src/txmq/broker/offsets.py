@@ -40,9 +40,11 @@ class ConsumerOffsets:
 
     def advance(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Set the offset only if it moves forward."""
-        current = self._offsets.get(OffsetKey(group, topic, queue_id))
+        key = OffsetKey(group, topic, queue_id)  # one key per call: every ack that moves a base comes here
+        current = self._offsets.get(key)
         if current is None or offset > current:
-            self.set(group, topic, queue_id, offset)
+            self._offsets[key] = offset
+            self._dirty = True
 
     def groups(self) -> list[str]:
         return sorted({key.group for key in self._offsets})

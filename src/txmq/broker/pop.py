@@ -18,13 +18,14 @@ After a broker restart in-flight state is gone: everything after ``base`` is del
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from txmq.broker.filtering import TagFilter
 from txmq.broker.offsets import ConsumerOffsets
-from txmq.broker.receipt import Receipt, decode_receipt
+from txmq.broker.receipt import Receipt, decode_receipt, encode_receipt
 from txmq.broker.records import to_view
 from txmq.common import errors, limits, names
 from txmq.common import properties as props
@@ -53,9 +54,50 @@ class QueueState:
     acked: set[int] = field(default_factory=set)
     fifo_pending: dict[int, str | None] = field(default_factory=dict)  # skipped while their group was busy
     fifo_attempts: dict[int, int] = field(default_factory=dict)
+    # (deadline_ms, queue_offset, nonce) of every in-flight entry, a min-heap. An ack or a change of
+    # invisible time leaves its old item behind: an item counts only while ``inflight`` holds an entry
+    # of its offset with its nonce (every lease and change draws a new nonce), and stale items are
+    # dropped when they reach the top or when they outnumber the live ones (then the heap is rebuilt).
+    deadlines: list[tuple[int, int, int]] = field(default_factory=list)
 
     def busy_groups(self) -> set[str]:
         return {f.message_group for f in self.inflight.values() if f.message_group is not None}
+
+    def schedule(self, offset: int, entry: InFlight) -> None:
+        """Record ``entry``'s (new) deadline; call after every lease and change of invisible time."""
+        deadlines = self.deadlines
+        if len(deadlines) > 2 * len(self.inflight) + 64:
+            deadlines[:] = [(f.deadline_ms, o, f.nonce) for o, f in self.inflight.items()]
+            heapq.heapify(deadlines)
+            return  # rebuilt from ``inflight``, which holds ``entry`` already
+        heapq.heappush(deadlines, (entry.deadline_ms, offset, entry.nonce))
+
+    def due(self, now_ms: int) -> list[tuple[int, InFlight]]:
+        """The in-flight entries whose deadline is ``now_ms`` or earlier, by queue offset (still held)."""
+        deadlines, inflight = self.deadlines, self.inflight
+        found: list[tuple[int, InFlight]] = []
+        while deadlines and deadlines[0][0] <= now_ms:
+            _deadline, offset, nonce = heapq.heappop(deadlines)
+            entry = inflight.get(offset)
+            if entry is not None and entry.nonce == nonce:
+                found.append((offset, entry))
+        found.sort(key=_by_offset)
+        return found
+
+    def next_deadline(self) -> int | None:
+        """The earliest deadline of an entry in flight (drops stale items from the top)."""
+        deadlines, inflight = self.deadlines, self.inflight
+        while deadlines:
+            _deadline, offset, nonce = deadlines[0]
+            entry = inflight.get(offset)
+            if entry is not None and entry.nonce == nonce:
+                return entry.deadline_ms
+            heapq.heappop(deadlines)
+        return None
+
+
+def _by_offset(item: tuple[int, InFlight]) -> int:
+    return item[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +186,19 @@ class PopService:
         now_ms: int,
     ) -> list[MessageView]:
         taken: list[MessageView] = []
+        if tag_filter.match_all:  # every unit is taken: read them in runs (one pread each), not one by one
+            while len(taken) < want:
+                read = self._store.read_queue(topic, queue_id, state.scan, want - len(taken))
+                if not read.records:
+                    break
+                for record in read.records:
+                    decoded = props.decode(record.properties)
+                    attempt = int(decoded.get(props.RECONSUME_TIME, "0") or 0) + 1
+                    taken.append(
+                        self._lease(group, topic, state, record, decoded, attempt, invisible_ms, now_ms, None)
+                    )
+                state.scan = read.next_offset
+            return taken
         while len(taken) < want:
             units = self._store.queue_units(topic, queue_id, state.scan, min(_SCAN_UNITS, want * 4))
             if not units:
@@ -270,12 +325,14 @@ class PopService:
     ) -> MessageView:
         nonce = next(self._nonce)
         deadline = now_ms + invisible_ms
-        state.inflight[record.queue_offset] = InFlight(
+        offset = record.queue_offset
+        entry = state.inflight[offset] = InFlight(
             nonce, deadline, attempt, record.physical_offset, message_group
         )
+        state.schedule(offset, entry)
         self._inflight_count[group] = self._inflight_count.get(group, 0) + 1
-        receipt = Receipt(topic, record.queue_id, record.queue_offset, nonce, deadline)
-        return to_view(record, decoded=decoded, delivery_attempt=attempt, receipt_handle=receipt.encode())
+        handle = encode_receipt(topic, record.queue_id, offset, nonce, deadline)
+        return to_view(record, decoded=decoded, delivery_attempt=attempt, receipt_handle=handle)
 
     # ---- ack / change invisible ---------------------------------------------------------------
     def ack(self, group: str, handle: str) -> None:
@@ -298,15 +355,16 @@ class PopService:
         receipt = decode_receipt(handle)
         state = self._queues.get((group, receipt.topic, receipt.queue_id))
         entry = state.inflight.get(receipt.queue_offset) if state else None
-        if entry is None or entry.nonce != receipt.nonce:
+        if state is None or entry is None or entry.nonce != receipt.nonce:
             raise errors.InvalidReceiptHandle("the receipt handle has expired or was already used")
         entry.nonce = next(self._nonce)
         entry.deadline_ms = now_ms + invisible_ms
+        state.schedule(receipt.queue_offset, entry)
         # waiters computed their wake-up from the old deadline; a nack (0) makes the message due now
         self._release(receipt.topic)
-        return Receipt(
+        return encode_receipt(
             receipt.topic, receipt.queue_id, receipt.queue_offset, entry.nonce, entry.deadline_ms
-        ).encode()
+        )
 
     def lookup(self, group: str, handle: str) -> tuple[Receipt, InFlight]:
         receipt = decode_receipt(handle)
@@ -325,15 +383,17 @@ class PopService:
         return handled
 
     def next_deadline_ms(self) -> int | None:
-        deadlines = [f.deadline_ms for s in self._queues.values() for f in s.inflight.values()]
+        deadlines = [d for d in (s.next_deadline() for s in self._queues.values()) if d is not None]
         return min(deadlines) if deadlines else None
 
     async def _expire(self, group: str, topic: str, queue_id: int, state: QueueState, now_ms: int) -> int:
-        expired = [(o, f) for o, f in state.inflight.items() if f.deadline_ms <= now_ms]
+        if not state.deadlines or state.deadlines[0][0] > now_ms:
+            return 0
+        expired = state.due(now_ms)
         if not expired:
             return 0
         policy = self.policy(group)
-        for offset, entry in sorted(expired, key=lambda x: x[0]):
+        for offset, entry in expired:
             del state.inflight[offset]
             self._inflight_count[group] = max(0, self._inflight_count.get(group, 0) - 1)
             record = self._store.read(entry.physical_offset)

@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from txmq.common import errors
+from txmq.common.fastinit import slot_init
 
 _VERSION = "t1"
 
 
+@slot_init  # one is decoded per ack
 @dataclass(frozen=True, slots=True)
 class Receipt:
     topic: str
@@ -23,7 +25,12 @@ class Receipt:
     deadline_ms: int
 
     def encode(self) -> str:
-        return f"{_VERSION}|{self.topic}|{self.queue_id}|{self.queue_offset}|{self.nonce}|{self.deadline_ms}"
+        return encode_receipt(self.topic, self.queue_id, self.queue_offset, self.nonce, self.deadline_ms)
+
+
+def encode_receipt(topic: str, queue_id: int, queue_offset: int, nonce: int, deadline_ms: int) -> str:
+    """``Receipt(...).encode()`` without building the Receipt (one per delivered message)."""
+    return f"{_VERSION}|{topic}|{queue_id}|{queue_offset}|{nonce}|{deadline_ms}"
 
 
 def decode_receipt(handle: str) -> Receipt:

@@ -49,10 +49,13 @@ def offset_message_id(record: StoredRecord) -> str:
     return msgid.offset_message_id(host, port, record.physical_offset)
 
 
+_TYPES_BY_NAME: dict[str, MessageType] = dict(MessageType.__members__)  # Enum.__members__ copies per call
+
+
 def message_type_of(decoded: Mapping[str, str]) -> MessageType:
     name = decoded.get(props.MESSAGE_TYPE)
-    if name is not None and name in MessageType.__members__:
-        return MessageType[name]
+    if name is not None and name in _TYPES_BY_NAME:
+        return _TYPES_BY_NAME[name]
     if decoded.get(props.SHARDING_KEY):
         return MessageType.FIFO
     if decoded.get(props.TIMER_DELIVER_MS) or decoded.get(props.DELAY):
@@ -75,7 +78,8 @@ def to_view(
     if decoded is None:
         decoded = props.decode(record.properties)
         raw_properties = record.properties
-    keys = tuple(k for k in decoded.get(props.KEYS, "").split(props.KEY_SEPARATOR) if k)
+    keys_text = decoded.get(props.KEYS)  # most messages have none: skip the split and the generator
+    keys = tuple(k for k in keys_text.split(props.KEY_SEPARATOR) if k) if keys_text else ()
     deliver = decoded.get(props.TIMER_DELIVER_MS)
     reconsume = int(decoded.get(props.RECONSUME_TIME, record.reconsume_times) or 0)
     return MessageView(

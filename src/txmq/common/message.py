@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from txmq.common import errors, limits, names
+from txmq.common.fastinit import slot_init
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _BODY_TYPES = (bytes, bytearray, memoryview)
@@ -61,6 +62,7 @@ class SysFlag(enum.IntFlag):
 TRANSACTION_MASK = 0xC
 
 
+@slot_init  # one is built per message of every send
 @dataclass(frozen=True, slots=True)
 class Message:
     """A message to send.
@@ -131,6 +133,7 @@ class Message:
             raise errors.InvalidDeliveryTime("the delay level is negative")
 
 
+@slot_init  # one is built per delivered message
 @dataclass(frozen=True, slots=True)
 class MessageView:
     """A delivered message: the stored message plus where it sits and how it was delivered."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -18,7 +19,7 @@ from txmq.broker.broker import Broker, OffsetPolicy
 from txmq.broker.send import SendContext
 from txmq.broker.topics import TopicConfig
 from txmq.common import errors, limits
-from txmq.common.message import Message, SendResult
+from txmq.common.message import Message, MessageView
 from txmq.protocol.grpc import convert, pb, routes
 from txmq.protocol.grpc.status import status_of
 from txmq.server import grpc_telemetry
@@ -26,6 +27,7 @@ from txmq.server.admin_grpc import admin_handler
 from txmq.server.grpc_decode import messaging_handler
 from txmq.storage.api import ReadStatus
 
+log = logging.getLogger(__name__)
 CLIENT_ID_HEADER = "x-mq-client-id"
 DEFAULT_INVISIBLE_MS = 30_000  # PushConsumer sends auto_renew and no invisible duration
 DEFAULT_BATCH_SIZE = 32
@@ -92,16 +94,6 @@ def _expression(filter_expression: Any) -> str:
 def _topic_route(config: TopicConfig) -> routes.TopicRoute:
     return routes.TopicRoute(
         config.name, config.queues, config.message_type.accepted(), config.readable, config.writable
-    )
-
-
-def _send_entry(result: SendResult) -> Any:
-    return S.SendResultEntry(
-        status=convert.OK_STATUS,
-        message_id=result.message_id,
-        transaction_id=result.transaction_id or "",
-        offset=result.queue_offset,
-        recall_handle=result.recall_handle or "",
     )
 
 
@@ -184,7 +176,18 @@ class MessagingServicer:
                 for m in request.messages
             ]
             return S.SendMessageResponse(status=failed, entries=entries)
-        return S.SendMessageResponse(status=convert.OK_STATUS, entries=[_send_entry(r) for r in results])
+        reply = S.SendMessageResponse()
+        reply.status.CopyFrom(convert.OK_STATUS)
+        add, ok = reply.entries.add, convert.OK_STATUS  # filled in place, not built and then copied
+        for result in results:
+            add(
+                status=ok,
+                message_id=result.message_id,
+                transaction_id=result.transaction_id or "",
+                offset=result.queue_offset,
+                recall_handle=result.recall_handle or "",
+            )
+        return reply
 
     @_unary(S.EndTransactionResponse)
     async def EndTransaction(self, request: Any, context: Any) -> Any:
@@ -210,7 +213,7 @@ class MessagingServicer:
         try:
             if request.HasField("invisible_duration"):
                 invisible_ms = convert.duration_ms(request.invisible_duration)
-            messages = await self.broker.receive(
+            chunks = self.broker.receive_chunks(
                 group=request.group.name,
                 topic=request.message_queue.topic.name,
                 expression=_expression(request.filter_expression),
@@ -219,18 +222,30 @@ class MessagingServicer:
                 long_poll_ms=_long_poll_ms(request, context),
                 queue_id=None,  # like the proxy: pop from every queue (see the class docstring)
             )
+            messages = await anext(chunks, None)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
             yield response(status=status_of(exc))
             return
-        if messages:
+        if not messages:
+            yield response(status=_NOT_FOUND)
+        else:
             yield response(status=convert.OK_STATUS)
             to_wire = convert.to_wire
-            for view in messages:
-                delivered = response()
-                to_wire(view, invisible_ms=invisible_ms, into=delivered.message)
-                yield delivered
-        else:
-            yield response(status=_NOT_FOUND)
+            try:
+                while messages:
+                    # a chunk's responses are all built before the first is written: one tight
+                    # conversion loop costs less than conversions interleaved with grpc's writes, and
+                    # other calls run between the chunks (receive_chunks)
+                    responses = []
+                    for view in messages:
+                        delivered = response()
+                        to_wire(view, invisible_ms=invisible_ms, into=delivered.message)
+                        responses.append(delivered)
+                    for delivered in responses:
+                        yield delivered
+                    messages = await _next_chunk(chunks)
+            finally:
+                await chunks.aclose()  # a client gone mid-stream: lease nothing more
         last = response()
         convert.set_timestamp(last.delivery_timestamp, self.broker.clock.now_ms())
         yield last
@@ -238,21 +253,22 @@ class MessagingServicer:
     @_unary(S.AckMessageResponse)
     async def AckMessage(self, request: Any, context: Any) -> Any:
         group = request.group.name
-        entries = []
+        reply = S.AckMessageResponse()
+        add = reply.entries.add  # filled in place: a receive loop acks every message it got
+        ack = self.broker.ack
+        ok = convert.OK_STATUS
         first_failure = None
         for entry in request.entries:
+            handle = entry.receipt_handle
             try:
-                self.broker.ack(group=group, receipt_handle=entry.receipt_handle)
-                result_status = convert.OK_STATUS
+                ack(group=group, receipt_handle=handle)
+                result_status = ok
             except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
                 result_status = status_of(exc)
                 first_failure = first_failure or result_status
-            entries.append(
-                S.AckMessageResultEntry(
-                    message_id=entry.message_id, receipt_handle=entry.receipt_handle, status=result_status
-                )
-            )
-        return S.AckMessageResponse(status=first_failure or convert.OK_STATUS, entries=entries)
+            add(message_id=entry.message_id, receipt_handle=handle, status=result_status)
+        reply.status.CopyFrom(first_failure or ok)
+        return reply
 
     @_unary(S.ChangeInvisibleDurationResponse)
     async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
@@ -322,6 +338,19 @@ class MessagingServicer:
         at_ms = convert.timestamp_ms(request.timestamp) if request.HasField("timestamp") else 0
         offset = self.broker.query_offset(queue.topic.name, queue.id, policy, at_ms)
         return S.QueryOffsetResponse(status=convert.OK_STATUS, offset=offset)
+
+
+async def _next_chunk(chunks: AsyncIterator[list[MessageView]]) -> list[MessageView] | None:
+    """The next chunk of a streamed receive, or None to end it. The stream already carries messages,
+    so a failure now (e.g. the group reached its in-flight limit) ends it rather than answering an
+    error: the messages written are leased and must reach the client."""
+    try:
+        return await anext(chunks, None)
+    except errors.TxmqError:
+        return None
+    except Exception:
+        log.exception("ending a receive early: leasing its next messages failed")
+        return None
 
 
 def _pull_status(status: ReadStatus, min_offset: int, max_offset: int) -> Any:
