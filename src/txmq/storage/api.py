@@ -46,6 +46,10 @@ class PutRequest:
     born_host: str = ""
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
+    # The keys the store's IndexKeysFn would return for ``properties``, when the broker already has
+    # them (the send lane): the dispatcher then indexes them without decoding the properties again.
+    # None (the default): the dispatcher asks the IndexKeysFn, as recovery always does.
+    index_keys: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

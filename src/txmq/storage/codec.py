@@ -74,6 +74,7 @@ class RecordFields:
     born_host: bytes
     reconsume_times: int
     prepared_transaction_offset: int
+    index_keys: tuple[str, ...] | None = None  # not encoded: PutRequest.index_keys, for the dispatcher
 
 
 _NAMES_CACHE_MAX = 4096

@@ -465,6 +465,7 @@ def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:
     fields = codec.RecordFields(
         req.topic.encode(), req.queue_id, req.body, req.properties, req.tags_code, req.flag, req.sys_flag,
         req.born_timestamp_ms, born_host, req.reconsume_times, req.prepared_transaction_offset,
+        req.index_keys,
     )  # fmt: skip
     return req.topic, fields
 
