@@ -28,7 +28,7 @@ from txmq.broker.persist import MetaFiles
 from txmq.broker.pop import GroupPolicy, PopService
 from txmq.broker.records import index_keys, to_view
 from txmq.broker.reput import to_real_topic
-from txmq.broker.send import SendContext, SendService, decode_recall_handle
+from txmq.broker.send import LeanMessage, SendContext, SendService, decode_recall_handle
 from txmq.broker.topics import TopicConfig, TopicRegistry
 from txmq.broker.transaction.service import TransactionService
 from txmq.broker.waiters import ArrivalWaiters
@@ -193,6 +193,12 @@ class Broker:
     # ---- producing ----------------------------------------------------------------------------
     async def send(self, messages: Sequence[Message], ctx: SendContext) -> list[SendResult]:
         return await self.sender.send(messages, ctx)
+
+    async def send_lean(
+        self, topic: str, messages: Sequence[LeanMessage], ctx: SendContext
+    ) -> list[SendResult]:
+        """:meth:`send` for NORMAL/FIFO messages of one topic (the send lane, same semantics)."""
+        return await self.sender.send_lean(topic, messages, ctx)
 
     async def end_transaction(
         self,

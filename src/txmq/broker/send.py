@@ -13,6 +13,7 @@ import itertools
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from txmq.broker import delay_levels as levels_mod
 from txmq.broker.filtering import tag_hash
@@ -50,6 +51,24 @@ class SendContext:
     client_id: str | None = None
 
 
+class LeanMessage(NamedTuple):
+    """A NORMAL or FIFO message on the send lane: no delay, not transactional, no check immunity.
+
+    ``properties`` are the user properties only (no system key), in the order the client sent them;
+    the lane adds the system properties exactly as the general path does, so the stored record is the
+    same as for the equivalent :class:`Message` (tests/property/test_send_lane.py)."""
+
+    body: bytes
+    properties: dict[str, str]
+    tags: str | None
+    keys: tuple[str, ...]
+    message_id: str | None
+    message_group: str | None
+
+
+_LANE_TOPICS_MAX = 100_000
+
+
 class SendService:
     def __init__(
         self,
@@ -70,6 +89,7 @@ class SendService:
         self._round_robin: dict[str, itertools.count[int]] = {}
         self._timer_queues = timer_queues(delay_ms_max)
         self._address: tuple[str, tuple[str, int]] | None = None
+        self._lane_topics: set[str] = set()  # client topic names that passed validate_topic
 
     @property
     def timer_queue_count(self) -> int:
@@ -151,6 +171,128 @@ class SendService:
             prepared.append((message, topic, request, properties))
         appended = await self._store.put_batch([p[2] for p in prepared])
         return [self._result(m, r, t, a, d) for (m, t, r, d), a in zip(prepared, appended, strict=True)]
+
+    # ------------------------------------------------------------------------------- the send lane
+    async def send_lean(
+        self, topic_name: str, messages: Sequence[LeanMessage], ctx: SendContext
+    ) -> list[SendResult]:
+        """:meth:`send` for NORMAL/FIFO messages of one topic without building a :class:`Message` each:
+        the same checks in the same order, the same queue choice, the same stored record and result."""
+        if not messages:
+            raise errors.InvalidArgument("a send request must carry at least one message")
+        batch = len(messages) > 1
+        if batch:
+            if len(messages) > limits.batch_count_max:
+                raise errors.PayloadTooLarge("batch message count", len(messages), limits.batch_count_max)
+            total = sum(len(m.body) for m in messages)
+            if total > limits.batch_bytes_max:
+                raise errors.PayloadTooLarge("batch", total, limits.batch_bytes_max)
+        requests: list[PutRequest] = []
+        message_ids: list[str] = []
+        topic: TopicConfig | None = None
+        resolved: dict[MessageType, TopicConfig] = {}
+        born_host = ctx.born_host
+        producer_group = ctx.producer_group
+        for message in messages:
+            group = message.message_group
+            self._validate_lean(topic_name, message)
+            message_type = MessageType.NORMAL if group is None else MessageType.FIFO
+            topic = resolved.get(message_type)
+            if topic is None:
+                topic = self._topics.resolve(topic_name, for_write=True, message_type=message_type)
+                if batch:
+                    resolved[message_type] = topic
+            queue_id = self._lane_queue(group, topic, ctx.queue_id)
+            now = self._clock.now_ms()
+            properties = message.properties.copy()
+            tags = message.tags
+            if tags:
+                properties[props.TAGS] = tags
+            if message.keys:
+                properties[props.KEYS] = props.KEY_SEPARATOR.join(message.keys)
+            message_id = message.message_id or msgid.new_message_id(now)
+            properties[props.UNIQ_KEY] = message_id
+            if group is not None:
+                properties[props.SHARDING_KEY] = group
+            if producer_group:
+                properties[props.PRODUCER_GROUP] = producer_group
+            properties[props.MESSAGE_TYPE] = message_type.name
+            requests.append(
+                PutRequest(
+                    topic=topic.name,
+                    queue_id=queue_id,
+                    body=message.body,
+                    properties=props.encode(properties),
+                    tags_code=tag_hash(tags),
+                    born_timestamp_ms=now,
+                    born_host=born_host,
+                    index_keys=(*message.keys, message_id),  # = records.index_keys of these properties
+                )
+            )
+            message_ids.append(message_id)
+        assert topic is not None
+        if batch:
+            appended = await self._store.put_batch(requests)
+        else:
+            appended = [await self._store.put(requests[0])]
+        host, port = self._store_address()
+        name = topic.name
+        results: list[SendResult] = []
+        queue: MessageQueue | None = None
+        for request, done, message_id in zip(requests, appended, message_ids, strict=True):
+            if queue is None or queue.queue_id != request.queue_id:
+                queue = MessageQueue(name, request.queue_id, self._broker_name)
+            results.append(
+                SendResult(
+                    message_id=message_id,
+                    queue=queue,
+                    queue_offset=done.queue_offset,
+                    offset_message_id=msgid.offset_message_id(host, port, done.physical_offset),
+                )
+            )
+        return results
+
+    def _validate_lean(self, topic: str, message: LeanMessage) -> None:
+        """:meth:`Message.validate` for a lane message (bytes body, no delay, not transactional)."""
+        if topic not in self._lane_topics:
+            names.validate_topic(topic)
+            if len(self._lane_topics) < _LANE_TOPICS_MAX:
+                self._lane_topics.add(topic)
+        size = len(message.body)
+        if size == 0:
+            raise errors.MessageBodyEmpty("the message body is empty")
+        if size > limits.body_bytes_max:
+            raise errors.MessageTooLarge("message body", size, limits.body_bytes_max)
+        tags = message.tags
+        if tags is not None:
+            if not tags or tags.strip() != tags or "||" in tags:
+                raise errors.InvalidTag(f"tag {tags!r} is empty, padded or contains '||'")
+            if len(tags.encode()) > limits.tag_bytes_max:
+                raise errors.InvalidTag(f"tag is longer than {limits.tag_bytes_max} bytes")
+        keys = message.keys
+        if keys:
+            if len(keys) > limits.keys_count_max:
+                raise errors.InvalidKey(f"{len(keys)} keys, over the limit of {limits.keys_count_max}")
+            for key in keys:
+                if not key or " " in key or len(key.encode()) > limits.key_bytes_max:
+                    raise errors.InvalidKey(f"key {key[:64]!r} is empty, contains a space or is too long")
+        group = message.message_group
+        if group is not None and (not group or len(group.encode()) > limits.message_group_bytes_max):
+            raise errors.InvalidMessageGroup("the message group is empty or too long")
+
+    def _lane_queue(self, group: str | None, topic: TopicConfig, explicit: int | None) -> int:
+        if explicit is not None and explicit >= 0:
+            if explicit >= topic.queues:
+                raise errors.InvalidArgument(
+                    f"queue {explicit} does not exist: topic {topic.name} has {topic.queues} queues"
+                )
+            return explicit
+        if group is not None:
+            return fifo_queue_of(group, topic.queues)
+        counter = self._round_robin.get(topic.name)
+        if counter is None:
+            counter = self._round_robin[topic.name] = itertools.count()
+        return next(counter) % topic.queues
 
     def _choose_queue(self, message: Message, topic: TopicConfig, explicit: int | None) -> int:
         if explicit is not None and explicit >= 0:

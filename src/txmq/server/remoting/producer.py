@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from txmq.broker.send import SendContext
+from txmq.broker.send import LeanMessage, SendContext
 from txmq.common import errors, msgid
 from txmq.common import properties as props
 from txmq.common.message import Message, SendResult
@@ -24,7 +24,7 @@ from txmq.protocol.remoting.headers import (
 )
 from txmq.protocol.remoting.message_codec import decode_batch
 from txmq.server.remoting.context import RemotingContext
-from txmq.server.remoting.convert import to_message
+from txmq.server.remoting.convert import to_lean, to_message
 from txmq.server.remoting_transport import RemotingEndpoint
 
 log = logging.getLogger(__name__)
@@ -35,26 +35,42 @@ def _is_batch(request: RemotingCommand, header: SendMessageRequestHeader) -> boo
     return header.batch or request.ext_fields.get("batch") == "1"
 
 
-def _messages(header: SendMessageRequestHeader, body: bytes, batch: bool) -> list[Message]:
+def _messages(
+    header: SendMessageRequestHeader, body: bytes, batch: bool
+) -> tuple[list[LeanMessage], list[Message]]:
+    """The send lane's messages when every one is NORMAL or FIFO, else (none and) ``Message`` objects."""
+    sys_flag = header.sys_flag
     if not batch:
         properties = props.decode(header.properties.encode("utf-8")) if header.properties else {}
-        return [to_message(header.topic, body, properties, header.sys_flag)]
+        lean = to_lean(body, properties, sys_flag)
+        if lean is not None:
+            return [lean], []
+        return [], [to_message(header.topic, body, properties, sys_flag)]
     entries = decode_batch(body)
     if not entries:
         raise errors.InvalidArgument("the batch is empty")
-    return [to_message(header.topic, e.body, e.properties, header.sys_flag) for e in entries]
+    lane: list[LeanMessage] = []
+    for entry in entries:
+        lean = to_lean(entry.body, entry.properties, sys_flag)
+        if lean is None:
+            return [], [to_message(header.topic, e.body, e.properties, sys_flag) for e in entries]
+        lane.append(lean)
+    return lane, []
 
 
 async def send(ctx: RemotingContext, request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand:
     """Store one message or one atomic batch; answer with the offset message id(s) and queue position."""
     header = parse_send_header(request)
-    messages = _messages(header, request.body, _is_batch(request, header))
+    lane, messages = _messages(header, request.body, _is_batch(request, header))
     context = SendContext(
         producer_group=header.producer_group or None,
         born_host=endpoint.peer,
         queue_id=header.queue_id if header.queue_id >= 0 else None,
     )
-    results = await ctx.broker.send(messages, context)
+    if lane:
+        results = await ctx.broker.send_lean(header.topic, lane, context)
+    else:
+        results = await ctx.broker.send(messages, context)
     return make_response(request, ResponseCode.SUCCESS, ext_fields=_response_header(results).to_ext_fields())
 
 
