@@ -14,9 +14,10 @@ import asyncio
 import contextlib
 import enum
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from txmq.broker import delay_levels as levels_mod
 from txmq.broker.clients import ClientRegistry
@@ -194,11 +195,12 @@ class Broker:
     async def send(self, messages: Sequence[Message], ctx: SendContext) -> list[SendResult]:
         return await self.sender.send(messages, ctx)
 
-    async def send_lean(
+    def send_lean(
         self, topic: str, messages: Sequence[LeanMessage], ctx: SendContext
-    ) -> list[SendResult]:
-        """:meth:`send` for NORMAL/FIFO messages of one topic (the send lane, same semantics)."""
-        return await self.sender.send_lean(topic, messages, ctx)
+    ) -> Coroutine[Any, Any, list[SendResult]]:
+        """:meth:`send` for NORMAL/FIFO messages of one topic (the send lane, same semantics); the
+        service's coroutine itself, one frame less on the hot path."""
+        return self.sender.send_lean(topic, messages, ctx)
 
     async def end_transaction(
         self,

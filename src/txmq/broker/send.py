@@ -89,6 +89,7 @@ class SendService:
         self._round_robin: dict[str, itertools.count[int]] = {}
         self._timer_queues = timer_queues(delay_ms_max)
         self._address: tuple[str, tuple[str, int]] | None = None
+        self._id_prefix: tuple[tuple[str, int], str] | None = None
         self._lane_topics: set[str] = set()  # client topic names that passed validate_topic
 
     @property
@@ -232,10 +233,12 @@ class SendService:
             message_ids.append(message_id)
         assert topic is not None
         if batch:
-            appended = await self._store.put_batch(requests)
+            appended, durable = self._store.put_batch_nowait(requests)
         else:
-            appended = [await self._store.put(requests[0])]
-        host, port = self._store_address()
+            one, durable = self._store.put_nowait(requests[0])
+            appended = [one]
+        await durable
+        prefix = self._offset_id_prefix()
         name = topic.name
         results: list[SendResult] = []
         queue: MessageQueue | None = None
@@ -247,10 +250,18 @@ class SendService:
                     message_id=message_id,
                     queue=queue,
                     queue_offset=done.queue_offset,
-                    offset_message_id=msgid.offset_message_id(host, port, done.physical_offset),
+                    offset_message_id=prefix + f"{done.physical_offset:016X}",
                 )
             )
         return results
+
+    def _offset_id_prefix(self) -> str:
+        """The host and port half of :func:`msgid.offset_message_id` (the same for every record)."""
+        host, port = self._store_address()
+        cached = self._id_prefix
+        if cached is None or cached[0] != (host, port):
+            cached = self._id_prefix = ((host, port), msgid.offset_message_id(host, port, 0)[:16])
+        return cached[1]
 
     def _validate_lean(self, topic: str, message: LeanMessage) -> None:
         """:meth:`Message.validate` for a lane message (bytes body, no delay, not transactional)."""
