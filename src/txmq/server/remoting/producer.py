@@ -19,8 +19,8 @@ from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.protocol.remoting.headers import (
     EndTransactionRequestHeader,
     SendMessageRequestHeader,
-    SendMessageResponseHeader,
     parse_send_header,
+    send_response_fields,
 )
 from txmq.protocol.remoting.message_codec import decode_batch
 from txmq.server.remoting.context import RemotingContext
@@ -71,19 +71,22 @@ async def send(ctx: RemotingContext, request: RemotingCommand, endpoint: Remotin
         results = await ctx.broker.send_lean(header.topic, lane, context)
     else:
         results = await ctx.broker.send(messages, context)
-    return make_response(request, ResponseCode.SUCCESS, ext_fields=_response_header(results).to_ext_fields())
+    return make_response(request, ResponseCode.SUCCESS, ext_fields=_response_fields(results))
 
 
-def _response_header(results: list[SendResult]) -> SendMessageResponseHeader:
+def _response_fields(results: list[SendResult]) -> dict[str, str]:
     first = results[0]
-    offset_ids = ",".join(r.offset_message_id or r.message_id for r in results)
-    return SendMessageResponseHeader(
-        msg_id=offset_ids,
-        queue_id=first.queue.queue_id,
-        queue_offset=first.queue_offset,
-        transaction_id=first.transaction_id,
-        batch_uniq_id=",".join(r.message_id for r in results) if len(results) > 1 else None,
-        recall_handle=first.recall_handle,
+    if len(results) == 1:
+        msg_id = first.offset_message_id or first.message_id
+        queue_id, offset = first.queue.queue_id, first.queue_offset
+        return send_response_fields(msg_id, queue_id, offset, first.transaction_id, None, first.recall_handle)
+    return send_response_fields(
+        ",".join(r.offset_message_id or r.message_id for r in results),
+        first.queue.queue_id,
+        first.queue_offset,
+        first.transaction_id,
+        ",".join(r.message_id for r in results),
+        first.recall_handle,
     )
 
 
