@@ -1,4 +1,4 @@
-"""The send lane stores what the general send path stores.
+"""The send lane stores what the general send path stores, through both doors.
 
 Two brokers on their own stores, one FakeClock: every generated 4.x send (single or batch) goes through
 ``to_message`` + ``Broker.send`` on one and ``to_lean`` + ``Broker.send_lean`` on the other. The results,
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -25,6 +27,8 @@ from txmq.common import errors
 from txmq.common import properties as props
 from txmq.common.clock import FakeClock
 from txmq.common.message import SendResult
+from txmq.protocol.grpc import convert as grpc_convert
+from txmq.protocol.grpc import pb
 from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
 from txmq.server.remoting.convert import to_lean, to_message
 from txmq.storage.api import FlushMode, StoredRecord
@@ -164,3 +168,76 @@ def test_the_lane_takes_only_normal_and_fifo(properties: dict[str, str], extra: 
             message.body, message.tags, message.keys, message.message_id, message.message_group,
         )  # fmt: skip
         assert lean.properties == props.user_properties(message.properties)
+
+
+@st.composite
+def grpc_messages(draw: st.DrawFn, topic: str) -> Any:
+    """A v2 ``Message`` of ``topic`` as a client sends it (NORMAL or FIFO, now and then not lean)."""
+    sysp = pb.SystemProperties(
+        tag=draw(st.sampled_from(["", "t", "tag-1", "t", "tag-2", "", " t", "a||b"])),
+        keys=draw(
+            st.lists(st.sampled_from(["k1", "k2", "k3", "k1", "k2", "", "a b", "k" * 200]), max_size=2)
+        ),
+        message_id=draw(st.sampled_from(["", "ID-1", "0123456789ABCDEF0123456789ABCDEF01"])),
+        message_group=draw(st.sampled_from(["", "", "g1", "g" * 200])),
+    )
+    if draw(st.integers(0, 9)) == 0:
+        sysp.message_type = pb.MessageType.TRANSACTION
+    if draw(st.integers(0, 9)) == 0:
+        sysp.body_encoding = pb.Encoding.GZIP
+        body = zlib.compress(draw(_BODIES))
+    else:
+        body = draw(_BODIES)
+    user = dict(
+        draw(
+            st.lists(
+                st.tuples(st.sampled_from(["a", "PGROUP", "x.y", "b", "a", "x.y", "DELAY", ""]), _TEXT),
+                max_size=3,
+            )
+        )
+    )
+    return pb.Message(topic=pb.Resource(name=topic), body=body, system_properties=sysp, user_properties=user)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.data(), topic=st.sampled_from(["GrpcA", "GrpcB", "GrpcA", "bad topic"]), count=st.integers(1, 2)
+)
+def test_grpc_lane_stores_what_the_general_path_stores(
+    brokers: tuple[Broker, Broker],
+    loop: asyncio.AbstractEventLoop,
+    data: st.DataObject,
+    topic: str,
+    count: int,
+) -> None:
+    general, lane = brokers
+    wires = [data.draw(grpc_messages(topic)) for _ in range(count)]
+    ctx = SendContext(born_host="10.0.0.2:4242", client_id="c1")
+    lean = grpc_convert.to_lean(wires)
+    if lean is None:
+        event("not lean")
+        return
+    try:
+        full = [grpc_convert.to_message(w) for w in wires]
+    except errors.TxmqError as exc:
+        with pytest.raises(type(exc)):
+            grpc_convert.to_lean(wires)
+        return
+    expected = _outcome(general.send(full, ctx), loop)
+    got = _outcome(lane.send_lean(lean[0], lean[1], ctx), loop)
+    if isinstance(expected, tuple) or isinstance(got, tuple):
+        event(f"rejected: {expected[0].__name__ if isinstance(expected, tuple) else '?'}")
+        assert got == expected
+        return
+    event("stored")
+    for mine, theirs, wire in zip(got, expected, wires, strict=True):
+        generated = not wire.system_properties.message_id
+        assert (mine.queue, mine.queue_offset, mine.offset_message_id) == (
+            theirs.queue, theirs.queue_offset, theirs.offset_message_id,
+        )  # fmt: skip
+        assert generated or mine.message_id == theirs.message_id
+        assert theirs.offset_message_id is not None
+        offset = int(theirs.offset_message_id[16:], 16)
+        assert _comparable(lane.store.read(offset), generated) == _comparable(
+            general.store.read(offset), generated
+        )

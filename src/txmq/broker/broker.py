@@ -29,14 +29,14 @@ from txmq.broker.persist import MetaFiles
 from txmq.broker.pop import GroupPolicy, PopService
 from txmq.broker.records import index_keys, to_view
 from txmq.broker.reput import to_real_topic
-from txmq.broker.send import LeanMessage, SendContext, SendService, decode_recall_handle
+from txmq.broker.send import SendContext, SendService, decode_recall_handle
 from txmq.broker.topics import TopicConfig, TopicRegistry
 from txmq.broker.transaction.service import TransactionService
 from txmq.broker.waiters import ArrivalWaiters
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.clock import Clock, SystemClock
-from txmq.common.message import Message, MessageQueue, MessageView, SendResult
+from txmq.common.message import LeanMessage, Message, MessageQueue, MessageView, SendResult
 from txmq.storage.api import ReadStatus, StoreConfig, StoredRecord
 from txmq.storage.fs import FileSystem
 from txmq.storage.store import MessageStore

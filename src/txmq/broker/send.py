@@ -13,7 +13,6 @@ import itertools
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from txmq.broker import delay_levels as levels_mod
 from txmq.broker.filtering import tag_hash
@@ -23,7 +22,7 @@ from txmq.broker.topics import TopicConfig, TopicRegistry
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.clock import Clock
-from txmq.common.message import Message, MessageQueue, MessageType, SendResult, SysFlag
+from txmq.common.message import LeanMessage, Message, MessageQueue, MessageType, SendResult, SysFlag
 from txmq.storage.api import AppendResult, PutRequest, StoredRecord
 from txmq.storage.store import MessageStore
 
@@ -49,21 +48,6 @@ class SendContext:
     born_host: str = ""
     queue_id: int | None = None
     client_id: str | None = None
-
-
-class LeanMessage(NamedTuple):
-    """A NORMAL or FIFO message on the send lane: no delay, not transactional, no check immunity.
-
-    ``properties`` are the user properties only (no system key), in the order the client sent them;
-    the lane adds the system properties exactly as the general path does, so the stored record is the
-    same as for the equivalent :class:`Message` (tests/property/test_send_lane.py)."""
-
-    body: bytes
-    properties: dict[str, str]
-    tags: str | None
-    keys: tuple[str, ...]
-    message_id: str | None
-    message_group: str | None
 
 
 _LANE_TOPICS_MAX = 100_000

@@ -12,10 +12,9 @@ import functools
 from collections.abc import Mapping
 
 from txmq.broker.records import split_host
-from txmq.broker.send import LeanMessage
 from txmq.common import errors
 from txmq.common import properties as props
-from txmq.common.message import Message, MessageView, SysFlag
+from txmq.common.message import LeanMessage, Message, MessageView, SysFlag
 from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
 from txmq.protocol.remoting.message_codec import WireMessage, body_crc
 

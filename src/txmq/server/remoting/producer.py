@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 
-from txmq.broker.send import LeanMessage, SendContext
+from txmq.broker.send import SendContext
 from txmq.common import errors, msgid
 from txmq.common import properties as props
-from txmq.common.message import Message, SendResult
+from txmq.common.message import LeanMessage, Message, SendResult
 from txmq.protocol.remoting.codes import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
