@@ -23,7 +23,7 @@ from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.clock import Clock
 from txmq.common.message import LeanMessage, Message, MessageQueue, MessageType, SendResult, SysFlag
-from txmq.storage.api import AppendResult, PutRequest, StoredRecord
+from txmq.storage.api import AppendResult, PutRequest, RecordFields, StoredRecord
 from txmq.storage.store import MessageStore
 
 TIMER_BUCKET_MS = 60_000
@@ -172,11 +172,12 @@ class SendService:
             total = sum(len(m.body) for m in messages)
             if total > limits.batch_bytes_max:
                 raise errors.PayloadTooLarge("batch", total, limits.batch_bytes_max)
-        requests: list[PutRequest] = []
+        records: list[RecordFields] = []
         message_ids: list[str] = []
         topic: TopicConfig | None = None
         resolved: dict[MessageType, TopicConfig] = {}
-        born_host = ctx.born_host
+        topic_bytes = topic_name.encode()
+        born_host = ctx.born_host.encode()
         producer_group = ctx.producer_group
         for message in messages:
             group = message.message_group
@@ -202,33 +203,27 @@ class SendService:
             if producer_group:
                 properties[props.PRODUCER_GROUP] = producer_group
             properties[props.MESSAGE_TYPE] = message_type.name
-            requests.append(
-                PutRequest(
-                    topic=topic.name,
-                    queue_id=queue_id,
-                    body=message.body,
-                    properties=props.encode(properties),
-                    tags_code=tag_hash(tags),
-                    born_timestamp_ms=now,
-                    born_host=born_host,
-                    index_keys=(*message.keys, message_id),  # = records.index_keys of these properties
+            # flag, sys_flag, reconsume_times, prepared_transaction_offset: 0 (PutRequest's defaults);
+            # the index keys are what records.index_keys finds in these properties
+            encoded = props.encode(properties)
+            keys = (*message.keys, message_id)
+            code = tag_hash(tags)
+            records.append(
+                RecordFields(
+                    topic_bytes, queue_id, message.body, encoded, code, 0, 0, now, born_host, 0, 0, keys
                 )
             )
             message_ids.append(message_id)
         assert topic is not None
-        if batch:
-            appended, durable = self._store.put_batch_nowait(requests)
-        else:
-            one, durable = self._store.put_nowait(requests[0])
-            appended = [one]
+        appended, durable = self._store.put_records_nowait(topic_name, records)
         await durable
         prefix = self._offset_id_prefix()
         name = topic.name
         results: list[SendResult] = []
         queue: MessageQueue | None = None
-        for request, done, message_id in zip(requests, appended, message_ids, strict=True):
-            if queue is None or queue.queue_id != request.queue_id:
-                queue = MessageQueue(name, request.queue_id, self._broker_name)
+        for record, done, message_id in zip(records, appended, message_ids, strict=True):
+            if queue is None or queue.queue_id != record.queue_id:
+                queue = MessageQueue(name, record.queue_id, self._broker_name)
             results.append(
                 SendResult(
                     message_id=message_id,
