@@ -23,10 +23,11 @@ from txmq.broker.broker import Broker
 from txmq.broker.config import BrokerConfig
 from txmq.broker.records import index_keys
 from txmq.broker.send import SendContext
+from txmq.broker.topics import Perm
 from txmq.common import errors
 from txmq.common import properties as props
 from txmq.common.clock import FakeClock
-from txmq.common.message import SendResult
+from txmq.common.message import SendResult, TopicMessageType
 from txmq.protocol.grpc import convert as grpc_convert
 from txmq.protocol.grpc import pb
 from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
@@ -241,3 +242,18 @@ def test_grpc_lane_stores_what_the_general_path_stores(
         assert _comparable(lane.store.read(offset), generated) == _comparable(
             general.store.read(offset), generated
         )
+
+
+def test_lane_sees_topic_changes(brokers: tuple[Broker, Broker], loop: asyncio.AbstractEventLoop) -> None:
+    """The lane remembers resolved topics; a topic made read-only or retyped is resolved afresh."""
+    _, lane = brokers
+    ctx = SendContext(born_host="10.0.0.3:1")
+    message = to_lean(b"body", {props.TAGS: "t"}, 0)
+    assert message is not None
+    loop.run_until_complete(lane.send_lean("LaneChanging", [message], ctx))
+    lane.topics.create("LaneChanging", perm=Perm.READ)
+    assert _outcome(lane.send_lean("LaneChanging", [message], ctx), loop)[0] is errors.Forbidden
+    lane.topics.create("LaneChanging", message_type=TopicMessageType.FIFO)
+    assert _outcome(lane.send_lean("LaneChanging", [message], ctx), loop)[0] is errors.MessageTypeConflict
+    lane.topics.create("LaneChanging")
+    assert isinstance(_outcome(lane.send_lean("LaneChanging", [message], ctx), loop), list)

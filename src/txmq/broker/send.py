@@ -74,7 +74,10 @@ class SendService:
         self._timer_queues = timer_queues(delay_ms_max)
         self._address: tuple[str, tuple[str, int]] | None = None
         self._id_prefix: tuple[tuple[str, int], str] | None = None
-        self._lane_topics: set[str] = set()  # client topic names that passed validate_topic
+        self._lane_topics: set[str] = set()
+        self._lane_resolved: dict[
+            tuple[str, MessageType], TopicConfig
+        ] = {}  # client topic names that passed validate_topic
 
     @property
     def timer_queue_count(self) -> int:
@@ -185,7 +188,7 @@ class SendService:
             message_type = MessageType.NORMAL if group is None else MessageType.FIFO
             topic = resolved.get(message_type)
             if topic is None:
-                topic = self._topics.resolve(topic_name, for_write=True, message_type=message_type)
+                topic = self._lane_resolve(topic_name, message_type)
                 if batch:
                     resolved[message_type] = topic
             queue_id = self._lane_queue(group, topic, ctx.queue_id)
@@ -269,6 +272,20 @@ class SendService:
         group = message.message_group
         if group is not None and (not group or len(group.encode()) > limits.message_group_bytes_max):
             raise errors.InvalidMessageGroup("the message group is empty or too long")
+
+    def _lane_resolve(self, name: str, message_type: MessageType) -> TopicConfig:
+        """``TopicRegistry.resolve(name, for_write=True, message_type=...)``, remembered: a config
+        that passed is a frozen value, so while the registry holds that same object it passes again
+        (a changed topic is a new object and is resolved afresh)."""
+        config = self._topics.get(name)
+        key = (name, message_type)
+        if config is not None and self._lane_resolved.get(key) is config:
+            return config
+        config = self._topics.resolve(name, for_write=True, message_type=message_type)
+        if len(self._lane_resolved) >= _LANE_TOPICS_MAX:
+            self._lane_resolved.clear()
+        self._lane_resolved[key] = config
+        return config
 
     def _lane_queue(self, group: str | None, topic: TopicConfig, explicit: int | None) -> int:
         if explicit is not None and explicit >= 0:
