@@ -22,7 +22,7 @@ from txmq.protocol.remoting.headers import (
     parse_send_header,
     send_response_fields,
 )
-from txmq.protocol.remoting.message_codec import decode_batch
+from txmq.protocol.remoting.message_codec import decode_batch_entries
 from txmq.server.remoting.context import RemotingContext
 from txmq.server.remoting.convert import to_lean, to_message
 from txmq.server.remoting_transport import RemotingEndpoint
@@ -46,14 +46,14 @@ def _messages(
         if lean is not None:
             return [lean], []
         return [], [to_message(header.topic, body, properties, sys_flag)]
-    entries = decode_batch(body)
+    entries = decode_batch_entries(body)
     if not entries:
         raise errors.InvalidArgument("the batch is empty")
     lane: list[LeanMessage] = []
-    for entry in entries:
-        lean = to_lean(entry.body, entry.properties, sys_flag)
+    for entry_body, properties, _ in entries:
+        lean = to_lean(entry_body, properties, sys_flag)
         if lean is None:
-            return [], [to_message(header.topic, e.body, e.properties, sys_flag) for e in entries]
+            return [], [to_message(header.topic, b, p, sys_flag) for b, p, _ in entries]
         lane.append(lean)
     return lane, []
 
