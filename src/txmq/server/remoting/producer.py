@@ -62,16 +62,33 @@ async def send(ctx: RemotingContext, request: RemotingCommand, endpoint: Remotin
     """Store one message or one atomic batch; answer with the offset message id(s) and queue position."""
     header = parse_send_header(request)
     lane, messages = _messages(header, request.body, _is_batch(request, header))
-    context = SendContext(
-        producer_group=header.producer_group or None,
-        born_host=endpoint.peer,
-        queue_id=header.queue_id if header.queue_id >= 0 else None,
-    )
+    context = _context(header.producer_group, endpoint.peer, header.queue_id)
     if lane:
         results = await ctx.broker.send_lean(header.topic, lane, context)
     else:
         results = await ctx.broker.send(messages, context)
     return make_response(request, ResponseCode.SUCCESS, ext_fields=_response_fields(results))
+
+
+_CONTEXTS: dict[tuple[str, str, int], SendContext] = {}
+_CONTEXTS_MAX = 4096
+
+
+def _context(producer_group: str, peer: str, queue_id: int) -> SendContext:
+    """The send's context; a frozen value, shared by every send with the same three fields (a
+    producer repeats them on every request)."""
+    key = (producer_group, peer, queue_id)
+    context = _CONTEXTS.get(key)
+    if context is None:
+        context = SendContext(
+            producer_group=producer_group or None,
+            born_host=peer,
+            queue_id=queue_id if queue_id >= 0 else None,
+        )
+        if len(_CONTEXTS) >= _CONTEXTS_MAX:
+            _CONTEXTS.clear()
+        _CONTEXTS[key] = context
+    return context
 
 
 def _response_fields(results: list[SendResult]) -> dict[str, str]:
