@@ -74,10 +74,11 @@ class SendService:
         self._timer_queues = timer_queues(delay_ms_max)
         self._address: tuple[str, tuple[str, int]] | None = None
         self._id_prefix: tuple[tuple[str, int], str] | None = None
+        # the send lane's memory: client topic names that passed validate_topic, topic configs that
+        # passed resolve (per message type), and one MessageQueue value per queue for the results
         self._lane_topics: set[str] = set()
-        self._lane_resolved: dict[
-            tuple[str, MessageType], TopicConfig
-        ] = {}  # client topic names that passed validate_topic
+        self._lane_resolved: dict[tuple[str, MessageType], TopicConfig] = {}
+        self._lane_queues: dict[tuple[str, int], MessageQueue] = {}
 
     @property
     def timer_queue_count(self) -> int:
@@ -205,7 +206,7 @@ class SendService:
                 properties[props.SHARDING_KEY] = group
             if producer_group:
                 properties[props.PRODUCER_GROUP] = producer_group
-            properties[props.MESSAGE_TYPE] = message_type.name
+            properties[props.MESSAGE_TYPE] = "NORMAL" if group is None else "FIFO"  # message_type.name
             # flag, sys_flag, reconsume_times, prepared_transaction_offset: 0 (PutRequest's defaults);
             # the index keys are what records.index_keys finds in these properties
             encoded = props.encode(properties)
@@ -226,7 +227,12 @@ class SendService:
         queue: MessageQueue | None = None
         for record, done, message_id in zip(records, appended, message_ids, strict=True):
             if queue is None or queue.queue_id != record.queue_id:
-                queue = MessageQueue(name, record.queue_id, self._broker_name)
+                queue = self._lane_queues.get((name, record.queue_id))
+                if queue is None:  # a frozen value: one per queue serves every result
+                    queue = MessageQueue(name, record.queue_id, self._broker_name)
+                    if len(self._lane_queues) >= _LANE_TOPICS_MAX:
+                        self._lane_queues.clear()
+                    self._lane_queues[(name, record.queue_id)] = queue
             results.append(
                 SendResult(
                     message_id=message_id,
