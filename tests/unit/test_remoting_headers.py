@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from txmq.protocol.remoting import headers as h
 from txmq.protocol.remoting.codes import RequestCode
@@ -123,3 +125,28 @@ def test_wire_names_are_java_names() -> None:
     }  # fmt: skip
     assert "indexLastUpdatePhyoffset" in h.QueryMessageResponseHeader(1, 2).to_ext_fields()
     assert "bodyCrc32" in h.RegisterBrokerRequestHeader("b", "a", "c", "h", 0).to_ext_fields()
+
+
+@given(
+    msg_id=st.text(max_size=40),
+    queue_id=st.integers(-(2**31), 2**31 - 1),
+    queue_offset=st.integers(-(2**63), 2**63 - 1),
+    transaction_id=st.none() | st.text(max_size=10),
+    batch_uniq_id=st.none() | st.text(max_size=10),
+    recall_handle=st.none() | st.text(max_size=10),
+)
+def test_send_response_fields_match_the_header_class(
+    msg_id: str,
+    queue_id: int,
+    queue_offset: int,
+    transaction_id: str | None,
+    batch_uniq_id: str | None,
+    recall_handle: str | None,
+) -> None:
+    header = h.SendMessageResponseHeader(
+        msg_id, queue_id, queue_offset, transaction_id, batch_uniq_id, recall_handle
+    )
+    fields = h.send_response_fields(
+        msg_id, queue_id, queue_offset, transaction_id, batch_uniq_id, recall_handle
+    )
+    assert list(fields.items()) == list(header.to_ext_fields().items())

@@ -14,10 +14,10 @@ import asyncio
 import contextlib
 import enum
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from txmq.broker import delay_levels as levels_mod
 from txmq.broker.clients import ClientRegistry
@@ -36,7 +36,7 @@ from txmq.broker.waiters import ArrivalWaiters
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.clock import Clock, SystemClock
-from txmq.common.message import Message, MessageQueue, MessageView, SendResult
+from txmq.common.message import LeanMessage, Message, MessageQueue, MessageView, SendResult
 from txmq.storage.api import ReadStatus, StoreConfig, StoredRecord
 from txmq.storage.codec import RawRecord
 from txmq.storage.fs import FileSystem
@@ -210,6 +210,13 @@ class Broker:
     # ---- producing ----------------------------------------------------------------------------
     async def send(self, messages: Sequence[Message], ctx: SendContext) -> list[SendResult]:
         return await self.sender.send(messages, ctx)
+
+    def send_lean(
+        self, topic: str, messages: Sequence[LeanMessage], ctx: SendContext
+    ) -> Coroutine[Any, Any, list[SendResult]]:
+        """:meth:`send` for NORMAL/FIFO messages of one topic (the send lane, same semantics); the
+        service's coroutine itself, one frame less on the hot path."""
+        return self.sender.send_lean(topic, messages, ctx)
 
     async def end_transaction(
         self,

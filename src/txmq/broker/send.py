@@ -22,8 +22,8 @@ from txmq.broker.topics import TopicConfig, TopicRegistry
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.clock import Clock
-from txmq.common.message import Message, MessageQueue, MessageType, SendResult, SysFlag
-from txmq.storage.api import AppendResult, PutRequest, StoredRecord
+from txmq.common.message import LeanMessage, Message, MessageQueue, MessageType, SendResult, SysFlag
+from txmq.storage.api import AppendResult, PutRequest, RecordFields, StoredRecord
 from txmq.storage.store import MessageStore
 
 TIMER_BUCKET_MS = 60_000
@@ -50,6 +50,9 @@ class SendContext:
     client_id: str | None = None
 
 
+_LANE_TOPICS_MAX = 100_000
+
+
 class SendService:
     def __init__(
         self,
@@ -70,6 +73,12 @@ class SendService:
         self._round_robin: dict[str, itertools.count[int]] = {}
         self._timer_queues = timer_queues(delay_ms_max)
         self._address: tuple[str, tuple[str, int]] | None = None
+        self._id_prefix: tuple[tuple[str, int], str] | None = None
+        # the send lane's memory: client topic names that passed validate_topic, topic configs that
+        # passed resolve (per message type), and one MessageQueue value per queue for the results
+        self._lane_topics: set[str] = set()
+        self._lane_resolved: dict[tuple[str, MessageType], TopicConfig] = {}
+        self._lane_queues: dict[tuple[str, int], MessageQueue] = {}
 
     @property
     def timer_queue_count(self) -> int:
@@ -151,6 +160,152 @@ class SendService:
             prepared.append((message, topic, request, properties))
         appended = await self._store.put_batch([p[2] for p in prepared])
         return [self._result(m, r, t, a, d) for (m, t, r, d), a in zip(prepared, appended, strict=True)]
+
+    # ------------------------------------------------------------------------------- the send lane
+    async def send_lean(
+        self, topic_name: str, messages: Sequence[LeanMessage], ctx: SendContext
+    ) -> list[SendResult]:
+        """:meth:`send` for NORMAL/FIFO messages of one topic without building a :class:`Message` each:
+        the same checks in the same order, the same queue choice, the same stored record and result."""
+        if not messages:
+            raise errors.InvalidArgument("a send request must carry at least one message")
+        batch = len(messages) > 1
+        if batch:
+            if len(messages) > limits.batch_count_max:
+                raise errors.PayloadTooLarge("batch message count", len(messages), limits.batch_count_max)
+            total = sum(len(m.body) for m in messages)
+            if total > limits.batch_bytes_max:
+                raise errors.PayloadTooLarge("batch", total, limits.batch_bytes_max)
+        records: list[RecordFields] = []
+        message_ids: list[str] = []
+        topic: TopicConfig | None = None
+        resolved: dict[MessageType, TopicConfig] = {}
+        topic_bytes = topic_name.encode()
+        born_host = ctx.born_host.encode()
+        producer_group = ctx.producer_group
+        for message in messages:
+            group = message.message_group
+            self._validate_lean(topic_name, message)
+            message_type = MessageType.NORMAL if group is None else MessageType.FIFO
+            topic = resolved.get(message_type)
+            if topic is None:
+                topic = self._lane_resolve(topic_name, message_type)
+                if batch:
+                    resolved[message_type] = topic
+            queue_id = self._lane_queue(group, topic, ctx.queue_id)
+            now = self._clock.now_ms()
+            properties = message.properties.copy()
+            tags = message.tags
+            if tags:
+                properties[props.TAGS] = tags
+            if message.keys:
+                properties[props.KEYS] = props.KEY_SEPARATOR.join(message.keys)
+            message_id = message.message_id or msgid.new_message_id(now)
+            properties[props.UNIQ_KEY] = message_id
+            if group is not None:
+                properties[props.SHARDING_KEY] = group
+            if producer_group:
+                properties[props.PRODUCER_GROUP] = producer_group
+            properties[props.MESSAGE_TYPE] = "NORMAL" if group is None else "FIFO"  # message_type.name
+            # flag, sys_flag, reconsume_times, prepared_transaction_offset: 0 (PutRequest's defaults);
+            # the index keys are what records.index_keys finds in these properties
+            encoded = props.encode(properties)
+            keys = (*message.keys, message_id)
+            code = tag_hash(tags)
+            records.append(
+                RecordFields(
+                    topic_bytes, queue_id, message.body, encoded, code, 0, 0, now, born_host, 0, 0, keys
+                )
+            )
+            message_ids.append(message_id)
+        assert topic is not None
+        appended, durable = self._store.put_records_nowait(topic_name, records)
+        await durable
+        prefix = self._offset_id_prefix()
+        name = topic.name
+        results: list[SendResult] = []
+        queue: MessageQueue | None = None
+        for record, done, message_id in zip(records, appended, message_ids, strict=True):
+            if queue is None or queue.queue_id != record.queue_id:
+                queue = self._lane_queues.get((name, record.queue_id))
+                if queue is None:  # a frozen value: one per queue serves every result
+                    queue = MessageQueue(name, record.queue_id, self._broker_name)
+                    if len(self._lane_queues) >= _LANE_TOPICS_MAX:
+                        self._lane_queues.clear()
+                    self._lane_queues[(name, record.queue_id)] = queue
+            results.append(
+                SendResult(
+                    message_id=message_id,
+                    queue=queue,
+                    queue_offset=done.queue_offset,
+                    offset_message_id=prefix + f"{done.physical_offset:016X}",
+                )
+            )
+        return results
+
+    def _offset_id_prefix(self) -> str:
+        """The host and port half of :func:`msgid.offset_message_id` (the same for every record)."""
+        host, port = self._store_address()
+        cached = self._id_prefix
+        if cached is None or cached[0] != (host, port):
+            cached = self._id_prefix = ((host, port), msgid.offset_message_id(host, port, 0)[:16])
+        return cached[1]
+
+    def _validate_lean(self, topic: str, message: LeanMessage) -> None:
+        """:meth:`Message.validate` for a lane message (bytes body, no delay, not transactional)."""
+        if topic not in self._lane_topics:
+            names.validate_topic(topic)
+            if len(self._lane_topics) < _LANE_TOPICS_MAX:
+                self._lane_topics.add(topic)
+        size = len(message.body)
+        if size == 0:
+            raise errors.MessageBodyEmpty("the message body is empty")
+        if size > limits.body_bytes_max:
+            raise errors.MessageTooLarge("message body", size, limits.body_bytes_max)
+        tags = message.tags
+        if tags is not None:
+            if not tags or tags.strip() != tags or "||" in tags:
+                raise errors.InvalidTag(f"tag {tags!r} is empty, padded or contains '||'")
+            if len(tags.encode()) > limits.tag_bytes_max:
+                raise errors.InvalidTag(f"tag is longer than {limits.tag_bytes_max} bytes")
+        keys = message.keys
+        if keys:
+            if len(keys) > limits.keys_count_max:
+                raise errors.InvalidKey(f"{len(keys)} keys, over the limit of {limits.keys_count_max}")
+            for key in keys:
+                if not key or " " in key or len(key.encode()) > limits.key_bytes_max:
+                    raise errors.InvalidKey(f"key {key[:64]!r} is empty, contains a space or is too long")
+        group = message.message_group
+        if group is not None and (not group or len(group.encode()) > limits.message_group_bytes_max):
+            raise errors.InvalidMessageGroup("the message group is empty or too long")
+
+    def _lane_resolve(self, name: str, message_type: MessageType) -> TopicConfig:
+        """``TopicRegistry.resolve(name, for_write=True, message_type=...)``, remembered: a config
+        that passed is a frozen value, so while the registry holds that same object it passes again
+        (a changed topic is a new object and is resolved afresh)."""
+        config = self._topics.get(name)
+        key = (name, message_type)
+        if config is not None and self._lane_resolved.get(key) is config:
+            return config
+        config = self._topics.resolve(name, for_write=True, message_type=message_type)
+        if len(self._lane_resolved) >= _LANE_TOPICS_MAX:
+            self._lane_resolved.clear()
+        self._lane_resolved[key] = config
+        return config
+
+    def _lane_queue(self, group: str | None, topic: TopicConfig, explicit: int | None) -> int:
+        if explicit is not None and explicit >= 0:
+            if explicit >= topic.queues:
+                raise errors.InvalidArgument(
+                    f"queue {explicit} does not exist: topic {topic.name} has {topic.queues} queues"
+                )
+            return explicit
+        if group is not None:
+            return fifo_queue_of(group, topic.queues)
+        counter = self._round_robin.get(topic.name)
+        if counter is None:
+            counter = self._round_robin[topic.name] = itertools.count()
+        return next(counter) % topic.queues
 
     def _choose_queue(self, message: Message, topic: TopicConfig, explicit: int | None) -> int:
         if explicit is not None and explicit >= 0:

@@ -10,6 +10,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from txmq.common import errors, limits, names
 from txmq.common.fastinit import slot_init
@@ -131,6 +132,22 @@ class Message:
             raise errors.InvalidDeliveryTime("the delivery timestamp is negative")
         if self.delay_level is not None and self.delay_level < 0:
             raise errors.InvalidDeliveryTime("the delay level is negative")
+
+
+class LeanMessage(NamedTuple):
+    """A NORMAL or FIFO message on the send lane: no delay, not transactional, no check immunity.
+
+    ``properties`` are the user properties only (no system key), in the order the client sent them;
+    the lane (``SendService.send_lean``) adds the system properties exactly as the general path does,
+    so the stored record is the same as for the equivalent :class:`Message`
+    (tests/property/test_send_lane.py)."""
+
+    body: bytes
+    properties: dict[str, str]
+    tags: str | None
+    keys: tuple[str, ...]
+    message_id: str | None
+    message_group: str | None
 
 
 @slot_init  # one is built per delivered message

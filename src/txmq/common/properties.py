@@ -80,10 +80,27 @@ SYSTEM_KEYS: Final = frozenset(
 
 def encode(properties: Mapping[str, str]) -> bytes:
     """Encode properties; raises ``InvalidProperty`` / ``PropertiesTooLarge`` on bad input."""
-    if len(properties) > limits.property_count_max:
-        raise errors.InvalidProperty(
-            f"{len(properties)} properties, over the limit of {limits.property_count_max}"
-        )
+    count = len(properties)
+    if count > limits.property_count_max:
+        raise errors.InvalidProperty(f"{count} properties, over the limit of {limits.property_count_max}")
+    # One join, then two counts: every pair brings exactly one of each separator, so the counts equal
+    # the pairs iff no name or value holds one. Anything odd goes to the checking loop for its error.
+    sep, end = NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+    text = "".join([name + sep + value + end for name, value in properties.items()])
+    if text.count(sep) == count and text.count(end) == count and "" not in properties:
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            pass
+        else:
+            if len(data) > limits.properties_bytes_max:
+                raise errors.PropertiesTooLarge("properties", len(data), limits.properties_bytes_max)
+            return data
+    return _encode_checked(properties)
+
+
+def _encode_checked(properties: Mapping[str, str]) -> bytes:
+    """:func:`encode` item by item, naming the first bad entry."""
     parts: list[str] = []
     for name, value in properties.items():
         if not name:

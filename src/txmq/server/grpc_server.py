@@ -167,8 +167,12 @@ class MessagingServicer:
         ctx = SendContext(born_host=born_host, client_id=client_id_of(context, required=False) or None)
         messages: list[Message] = []
         try:
-            messages = [convert.to_message(m) for m in request.messages]
-            results = await self.broker.send(messages, ctx)
+            lane = convert.to_lean(request.messages)
+            if lane is not None:
+                results = await self.broker.send_lean(lane[0], lane[1], ctx)
+            else:
+                messages = [convert.to_message(m) for m in request.messages]
+                results = await self.broker.send(messages, ctx)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
             failed = status_of(exc)
             entries = [

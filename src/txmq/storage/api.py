@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from txmq.storage.codec import RawRecord
@@ -50,10 +50,35 @@ class PutRequest:
     born_host: str = ""
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
+    # The keys the store's IndexKeysFn would return for ``properties``, when the broker already has
+    # them (the send lane): the dispatcher then indexes them without decoding the properties again.
+    # None (the default): the dispatcher asks the IndexKeysFn, as recovery always does.
+    index_keys: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class AppendResult:
+class RecordFields(NamedTuple):
+    """What the writer knows about one record before it is encoded (``codec`` lays it out). Built by
+    the store from a :class:`PutRequest`, or by the broker's send lane directly
+    (:meth:`MessageStore.put_records_nowait`). A NamedTuple: built once per message, and a frozen
+    dataclass costs several times as much to build."""
+
+    topic: bytes
+    queue_id: int
+    body: bytes
+    properties: bytes
+    tags_code: int
+    flag: int
+    sys_flag: int
+    born_timestamp_ms: int
+    born_host: bytes
+    reconsume_times: int
+    prepared_transaction_offset: int
+    index_keys: tuple[str, ...] | None = None  # not stored: as PutRequest.index_keys, for the dispatcher
+
+
+class AppendResult(NamedTuple):
+    """Where an append landed (a NamedTuple: one per message sent, cheap to build)."""
+
     physical_offset: int
     size: int
     queue_offset: int

@@ -35,6 +35,7 @@ import crc32c
 
 from txmq.common import limits
 from txmq.common.errors import CorruptRecord
+from txmq.storage.api import RecordFields as RecordFields  # re-exported: the layout works on it
 from txmq.storage.api import StoredRecord
 
 MAGIC: Final = 0x54584D31  # "TXM1"
@@ -59,23 +60,6 @@ assert RECORD_BYTES_MIN < RECORD_BYTES_MAX
 def encoded_size(topic: bytes, born_host: bytes, store_host: bytes, properties: bytes, body: bytes) -> int:
     """Bytes one record takes; the writer uses it to decide where the record lands before encoding."""
     return RECORD_BYTES_MIN + len(topic) + len(born_host) + len(store_host) + len(properties) + len(body)
-
-
-@dataclass(frozen=True, slots=True)
-class RecordFields:
-    """What the writer knows about one record before it is encoded."""
-
-    topic: bytes
-    queue_id: int
-    body: bytes
-    properties: bytes
-    tags_code: int
-    flag: int
-    sys_flag: int
-    born_timestamp_ms: int
-    born_host: bytes
-    reconsume_times: int
-    prepared_transaction_offset: int
 
 
 _NAMES_CACHE_MAX = 4096

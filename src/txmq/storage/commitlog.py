@@ -49,6 +49,7 @@ class DispatchEntry(NamedTuple):
     tags_code: int
     store_ms: int
     properties: bytes
+    index_keys: tuple[str, ...] | None = None  # known keys (PutRequest.index_keys), else keys_fn's
 
 
 class CommitLog:
@@ -119,7 +120,8 @@ class CommitLog:
                               store_timestamp_ms=now_ms)  # fmt: skip
             results.append(AppendResult(start + pos, size, queue_offset, now_ms))
             entries.append(DispatchEntry(start + pos, size, topic, fields.queue_id, queue_offset,
-                                         fields.tags_code, now_ms, fields.properties))  # fmt: skip
+                                         fields.tags_code, now_ms, fields.properties,
+                                         fields.index_keys))  # fmt: skip
             pos += size
         group_base = self._group_queue_base
         for key in next_offsets:
@@ -161,7 +163,7 @@ class CommitLog:
         self.write_offset = start + size
         self.queue_next[key] = queue_offset + 1
         self.pending.append(DispatchEntry(start, size, topic, fields.queue_id, queue_offset, fields.tags_code,
-                                          now_ms, fields.properties))  # fmt: skip
+                                          now_ms, fields.properties, fields.index_keys))  # fmt: skip
         segment.last_store_ms = now_ms
         return AppendResult(start, size, queue_offset, now_ms)
 

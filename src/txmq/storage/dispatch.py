@@ -39,7 +39,9 @@ class Dispatcher:
                 queue = touched.get(key) or self.queues.get_or_create(entry.topic, entry.queue_id)
                 if queue.put(entry.queue_offset, entry.physical_offset, entry.size, entry.tags_code):
                     touched[key] = queue
-                self.index.add(entry.topic, entry.properties, entry.physical_offset, entry.store_ms)
+                self.index.add(
+                    entry.topic, entry.properties, entry.physical_offset, entry.store_ms, entry.index_keys
+                )
                 count += 1
             if count == 0:
                 return 0

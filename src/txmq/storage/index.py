@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from txmq.common import limits
@@ -128,12 +128,14 @@ class KeyIndex:
                 self.active = ActiveEntries(handle.read_at(0, handle.size()))
         self._last_offset = self._newest_offset()
 
-    def add(self, topic: str, properties: bytes, physical_offset: int, store_ms: int) -> None:
-        """Buffer entries for one record's keys (call write() after a batch)."""
+    def add(self, topic: str, properties: bytes, physical_offset: int, store_ms: int,
+            keys: Sequence[str] | None = None) -> None:  # fmt: skip
+        """Buffer entries for one record's keys (call write() after a batch); ``keys``, when given,
+        are what ``keys_fn(topic, properties)`` returns (the writer knew them: no decode here)."""
         if physical_offset <= self._last_offset:
             return  # idempotent replay
         self._last_offset = physical_offset
-        for key in self.keys_fn(topic, properties):
+        for key in self.keys_fn(topic, properties) if keys is None else keys:
             hashed = key_hash(key)
             if self.active.append(hashed, physical_offset, store_ms):
                 self._pending += ENTRY.pack(hashed, physical_offset, store_ms)

@@ -277,6 +277,31 @@ class MessageStore:
         last = results[-1]
         return results, self._durable(last.physical_offset + last.size)
 
+    def put_records_nowait(
+        self, topic: str, records: Sequence[codec.RecordFields]
+    ) -> tuple[list[AppendResult], Awaitable[None]]:
+        """:meth:`put_nowait` (one record) or :meth:`put_batch_nowait` (several, atomic) for a writer
+        that built the record fields itself (the broker's send lane): the same checks, without a
+        PutRequest per message. Every record's ``topic`` must be ``topic`` encoded."""
+        if not records:
+            raise InvalidArgument("a batch needs at least one message")
+        for fields in records:
+            _check_fields(topic, fields)
+        if len(records) > 1:
+            if len(records) > limits.batch_count_max:
+                raise PayloadTooLarge("batch message count", len(records), limits.batch_count_max)
+            body_bytes = sum(len(f.body) for f in records)
+            if body_bytes > limits.batch_bytes_max:
+                raise PayloadTooLarge("batch", body_bytes, limits.batch_bytes_max)
+        if self._closed:
+            raise StorageError("the store is closed")
+        if len(records) == 1:
+            results = [self._log.append_one(topic, records[0])]
+        else:
+            results = self._log.append([(topic, f) for f in records])
+        last = results[-1]
+        return results, self._durable(last.physical_offset + last.size)
+
     def _durable(self, end_offset: int) -> Awaitable[None]:
         if self.inline_flush:
             self.flush()  # raises StoreFenced (and fences) if the fsync fails: the append is not acked
@@ -497,8 +522,40 @@ def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:
     fields = codec.RecordFields(
         req.topic.encode(), req.queue_id, req.body, req.properties, req.tags_code, req.flag, req.sys_flag,
         req.born_timestamp_ms, born_host, req.reconsume_times, req.prepared_transaction_offset,
+        req.index_keys,
     )  # fmt: skip
     return req.topic, fields
+
+
+def _check_fields(topic: str, f: codec.RecordFields) -> None:
+    """:func:`_validate`'s checks on fields a writer built itself."""
+    if topic not in _VALID_TOPICS:
+        names.validate_topic(topic, allow_system=True)
+        if len(_VALID_TOPICS) < _VALID_TOPICS_MAX:
+            _VALID_TOPICS.add(topic)
+    if f.topic != topic.encode():
+        raise InvalidArgument(f"record fields name topic {f.topic[:300]!r}, not {topic[:300]!r}")
+    if not 0 <= f.queue_id <= limits.queue_id_max:
+        raise InvalidArgument(f"queue id {f.queue_id} is outside [0, {limits.queue_id_max}]")
+    if len(f.body) > limits.body_bytes_max:
+        raise MessageTooLarge("message body", len(f.body), limits.body_bytes_max)
+    if len(f.properties) > limits.properties_bytes_max:
+        raise PropertiesTooLarge("properties", len(f.properties), limits.properties_bytes_max)
+    try:
+        f.properties.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidProperty(f"properties are not valid UTF-8: {exc}") from None
+    if len(f.born_host) > 255:
+        raise InvalidArgument(f"born_host is {len(f.born_host)} bytes, over 255")
+    if not (
+        -_I32 <= f.flag < _I32
+        and -_I32 <= f.sys_flag < _I32
+        and -_I32 <= f.reconsume_times < _I32
+        and -_I64 <= f.tags_code < _I64
+        and -_I64 <= f.born_timestamp_ms < _I64
+        and -_I64 <= f.prepared_transaction_offset < _I64
+    ):
+        raise InvalidArgument(f"an integer field of the request does not fit its on-disk width: {f!r:.300}")
 
 
 def _check_queue_args(queue_id: int, queue_offset: int, max_count: int) -> None:

@@ -220,6 +220,26 @@ class SendMessageResponseHeader(Header):
     recall_handle: str | None = None
 
 
+def send_response_fields(
+    msg_id: str,
+    queue_id: int,
+    queue_offset: int,
+    transaction_id: str | None = None,
+    batch_uniq_id: str | None = None,
+    recall_handle: str | None = None,
+) -> dict[str, str]:
+    """``SendMessageResponseHeader(...).to_ext_fields()`` written out (the send path answers with it
+    once per request; tests/unit/test_remoting_headers.py checks they agree)."""
+    ext = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(queue_offset)}
+    if transaction_id is not None:
+        ext["transactionId"] = transaction_id
+    if batch_uniq_id is not None:
+        ext["batchUniqId"] = batch_uniq_id
+    if recall_handle is not None:
+        ext["recallHandle"] = recall_handle
+    return ext
+
+
 @dataclass(slots=True)
 class EndTransactionRequestHeader(Header):
     """END_TRANSACTION (37); ``commit_or_rollback`` is 0 unknown, 8 commit, 12 rollback."""

@@ -364,7 +364,13 @@ def encode_batch(messages: list[BatchMessage]) -> bytes:
 
 def decode_batch(data: bytes) -> list[BatchMessage]:
     """The entries of a batch body; raises ``InvalidBody`` unless every entry is exactly well-formed."""
-    result: list[BatchMessage] = []
+    return [BatchMessage(body, properties, flag) for body, properties, flag in decode_batch_entries(data)]
+
+
+def decode_batch_entries(data: bytes) -> list[tuple[bytes, dict[str, str], int]]:
+    """:func:`decode_batch` as ``(body, properties, flag)`` tuples (the broker's send lane: no
+    ``BatchMessage`` per entry); the same checks and errors."""
+    result: list[tuple[bytes, dict[str, str], int]] = []
     pos = 0
     try:
         while pos < len(data):
@@ -378,7 +384,7 @@ def decode_batch(data: bytes) -> list[BatchMessage]:
             if end > len(data) or total != end - pos:
                 raise ValueError(f"total size {total} does not match the entry ({end - pos} bytes)")
             properties = props.decode(data[props_start:end]) if props_len else {}
-            result.append(BatchMessage(data[body_start : body_start + body_len], properties, flag))
+            result.append((data[body_start : body_start + body_len], properties, flag))
             pos = end
     except (struct.error, errors.InvalidProperty, ValueError) as exc:
         raise InvalidBody(f"malformed batch entry at byte {pos}: {exc}") from None

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from txmq.broker.records import split_host
 from txmq.common import errors
 from txmq.common import properties as props
-from txmq.common.message import Message, MessageView, SysFlag
+from txmq.common.message import LeanMessage, Message, MessageView, SysFlag
 from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
 from txmq.protocol.remoting.message_codec import PulledRecord, WireMessage, body_crc, ipv4_bytes
 from txmq.storage import codec
@@ -64,6 +64,33 @@ def to_message(topic: str, body: bytes, properties: Mapping[str, str], sys_flag:
         delivery_timestamp_ms=delivery_ms if not delay_level else None,
         message_id=properties.get(props.UNIQ_KEY) or None,
         transactional=transactional,
+    )
+
+
+# Properties that send a 4.x message down the general path (delay, transaction, check immunity, the
+# ali-ons sharding key): :func:`to_lean` handles every other message.
+_NOT_LEAN = (props.DELAY, props.TRAN_MSG, props.TIMER_DELIVER_MS, props.CHECK_IMMUNITY_TIME_IN_SECONDS,
+             _ALI_SHARDING_KEY)  # fmt: skip
+_SYSTEM_KEYS = props.SYSTEM_KEYS
+
+
+def to_lean(body: bytes, properties: Mapping[str, str], sys_flag: int) -> LeanMessage | None:
+    """The send lane's message for a NORMAL or FIFO 4.x send, or None when :func:`to_message` must
+    judge it (a delay, a transaction, check immunity): the same fields ``to_message`` would give."""
+    if sys_flag & TRANSACTION_PREPARED_TYPE:
+        return None
+    for key in _NOT_LEAN:
+        if key in properties:
+            return None
+    get = properties.get
+    keys = get(props.KEYS, "")
+    return LeanMessage(
+        body if type(body) is bytes else bytes(body),
+        {k: v for k, v in properties.items() if k not in _SYSTEM_KEYS},
+        get(props.TAGS) or None,
+        tuple(k for k in keys.split(props.KEY_SEPARATOR) if k) if keys else (),
+        get(props.UNIQ_KEY) or None,
+        get(props.SHARDING_KEY) or None,
     )
 
 

@@ -8,7 +8,7 @@ import logging
 from txmq.broker.send import SendContext
 from txmq.common import errors, msgid
 from txmq.common import properties as props
-from txmq.common.message import Message, SendResult
+from txmq.common.message import LeanMessage, Message, SendResult
 from txmq.protocol.remoting.codes import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -19,12 +19,12 @@ from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.protocol.remoting.headers import (
     EndTransactionRequestHeader,
     SendMessageRequestHeader,
-    SendMessageResponseHeader,
     parse_send_header,
+    send_response_fields,
 )
-from txmq.protocol.remoting.message_codec import decode_batch
+from txmq.protocol.remoting.message_codec import decode_batch_entries
 from txmq.server.remoting.context import RemotingContext
-from txmq.server.remoting.convert import to_message
+from txmq.server.remoting.convert import to_lean, to_message
 from txmq.server.remoting_transport import RemotingEndpoint
 
 log = logging.getLogger(__name__)
@@ -35,39 +35,75 @@ def _is_batch(request: RemotingCommand, header: SendMessageRequestHeader) -> boo
     return header.batch or request.ext_fields.get("batch") == "1"
 
 
-def _messages(header: SendMessageRequestHeader, body: bytes, batch: bool) -> list[Message]:
+def _messages(
+    header: SendMessageRequestHeader, body: bytes, batch: bool
+) -> tuple[list[LeanMessage], list[Message]]:
+    """The send lane's messages when every one is NORMAL or FIFO, else (none and) ``Message`` objects."""
+    sys_flag = header.sys_flag
     if not batch:
         properties = props.decode(header.properties.encode("utf-8")) if header.properties else {}
-        return [to_message(header.topic, body, properties, header.sys_flag)]
-    entries = decode_batch(body)
+        lean = to_lean(body, properties, sys_flag)
+        if lean is not None:
+            return [lean], []
+        return [], [to_message(header.topic, body, properties, sys_flag)]
+    entries = decode_batch_entries(body)
     if not entries:
         raise errors.InvalidArgument("the batch is empty")
-    return [to_message(header.topic, e.body, e.properties, header.sys_flag) for e in entries]
+    lane: list[LeanMessage] = []
+    for entry_body, properties, _ in entries:
+        lean = to_lean(entry_body, properties, sys_flag)
+        if lean is None:
+            return [], [to_message(header.topic, b, p, sys_flag) for b, p, _ in entries]
+        lane.append(lean)
+    return lane, []
 
 
 async def send(ctx: RemotingContext, request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand:
     """Store one message or one atomic batch; answer with the offset message id(s) and queue position."""
     header = parse_send_header(request)
-    messages = _messages(header, request.body, _is_batch(request, header))
-    context = SendContext(
-        producer_group=header.producer_group or None,
-        born_host=endpoint.peer,
-        queue_id=header.queue_id if header.queue_id >= 0 else None,
-    )
-    results = await ctx.broker.send(messages, context)
-    return make_response(request, ResponseCode.SUCCESS, ext_fields=_response_header(results).to_ext_fields())
+    lane, messages = _messages(header, request.body, _is_batch(request, header))
+    context = _context(header.producer_group, endpoint.peer, header.queue_id)
+    if lane:
+        results = await ctx.broker.send_lean(header.topic, lane, context)
+    else:
+        results = await ctx.broker.send(messages, context)
+    return make_response(request, ResponseCode.SUCCESS, ext_fields=_response_fields(results))
 
 
-def _response_header(results: list[SendResult]) -> SendMessageResponseHeader:
+_CONTEXTS: dict[tuple[str, str, int], SendContext] = {}
+_CONTEXTS_MAX = 4096
+
+
+def _context(producer_group: str, peer: str, queue_id: int) -> SendContext:
+    """The send's context; a frozen value, shared by every send with the same three fields (a
+    producer repeats them on every request)."""
+    key = (producer_group, peer, queue_id)
+    context = _CONTEXTS.get(key)
+    if context is None:
+        context = SendContext(
+            producer_group=producer_group or None,
+            born_host=peer,
+            queue_id=queue_id if queue_id >= 0 else None,
+        )
+        if len(_CONTEXTS) >= _CONTEXTS_MAX:
+            _CONTEXTS.clear()
+        _CONTEXTS[key] = context
+    return context
+
+
+def _response_fields(results: list[SendResult]) -> dict[str, str]:
     first = results[0]
-    offset_ids = ",".join(r.offset_message_id or r.message_id for r in results)
-    return SendMessageResponseHeader(
-        msg_id=offset_ids,
-        queue_id=first.queue.queue_id,
-        queue_offset=first.queue_offset,
-        transaction_id=first.transaction_id,
-        batch_uniq_id=",".join(r.message_id for r in results) if len(results) > 1 else None,
-        recall_handle=first.recall_handle,
+    if len(results) == 1:
+        msg_id = first.offset_message_id or first.message_id
+        queue_id, offset = first.queue.queue_id, first.queue_offset
+        return send_response_fields(msg_id, queue_id, offset, first.transaction_id, None, first.recall_handle)
+    return send_response_fields(
+        ",".join(r.offset_message_id or r.message_id for r in results),
+        first.queue.queue_id,
+        first.queue_offset,
+        first.transaction_id,
+        ",".join(r.message_id for r in results),
+        first.recall_handle,
     )
 
 
