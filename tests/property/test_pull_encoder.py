@@ -4,8 +4,6 @@ them are byte for byte what ``encode_message(to_wire(to_view(record)))`` writes 
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -113,7 +111,7 @@ def test_lean_pull_records_are_byte_identical(
     records: dict[int, StoredRecord] = {}
     positions: list[int] = []
     for queue_offset, f in enumerate(fields):
-        f = dataclasses.replace(f, topic=topic.encode())
+        f = f._replace(topic=topic.encode())
         offset = start + len(buf)
         encoded = codec.encode(f, store_host=store_host.encode(), queue_offset=queue_offset,
                                physical_offset=offset, store_timestamp_ms=store_ms)  # fmt: skip
