@@ -10,6 +10,10 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,postgres,bench,spark]'
+	@# Spark reads a PostgreSQL ledger through JDBC (tests/spark/test_reconcile.py): the Debian jar
+	test -f /usr/share/java/postgresql.jar || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& apt-get install -y -q libpostgresql-jdbc-java >/dev/null; } \
+		|| echo "note: /usr/share/java/postgresql.jar missing (apt-get install libpostgresql-jdbc-java)"
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 install: $(STAMP)  ## create .venv and install txmq with its dev tools
