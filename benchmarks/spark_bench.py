@@ -80,6 +80,33 @@ def raw_pull(broker: BrokerProcess, topic: str) -> tuple[int, float]:
         return n, time.perf_counter() - start
 
 
+def pull_to_arrow(broker: BrokerProcess, topic: str, lean: bool) -> tuple[int, float, float]:
+    """What a Spark task does without Spark: pull every queue and build the Arrow batches, either
+    from ``MessageView``s (``pull_range`` + ``to_arrow``, the path before the lean rows) or from the
+    undecoded pull bodies (``pull_columns`` + ``arrow_of``). Messages, seconds, client CPU seconds."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from txmq.spark.rows import arrow_of, to_arrow
+    from txmq.spark.source import spark_schema
+
+    arrow_schema = to_arrow_schema(spark_schema(), timezone="UTC")
+    opts = opt.parse({"endpoints": broker.namesrv, "topic": topic}, streaming=False)
+    with Session(opts) as session:
+        keys = session.queues()
+        low, high = session.low_high(keys)
+        start, cpu = time.perf_counter(), time.process_time()
+        n = 0
+        for key in keys:
+            rng = off.QueueRange(key[0], key[1], low[key], high[key])
+            if lean:
+                for columns in session.pull_columns(rng):
+                    n += arrow_of(columns, arrow_schema).num_rows
+            else:
+                for views in session.pull_range(rng):
+                    n += to_arrow(views, arrow_schema).num_rows
+        return n, time.perf_counter() - start, time.process_time() - cpu
+
+
 def broker_cpu(broker: BrokerProcess) -> float:
     import psutil
 
@@ -161,6 +188,11 @@ def main() -> None:
     parser.add_argument(
         "--raw-only", action="store_true", help="only the pull-without-Spark reference (with broker CPU/msg)"
     )
+    parser.add_argument(
+        "--arrow-ab",
+        action="store_true",
+        help="only pull + Arrow without Spark, MessageView path vs lean rows alternating (client CPU/msg)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -179,6 +211,21 @@ def main() -> None:
                     print(f"pull without Spark (one process): {n} in {secs:.2f} s = {n / secs:,.0f} msg/s, "
                           f"broker CPU {per:.1f} us/msg")  # fmt: skip
             if args.raw_only:
+                return
+            if args.arrow_ab:
+                rates: dict[str, list[tuple[float, float]]] = {}
+                for _ in range(args.rounds):
+                    for name, lean in (("views", False), ("lean", True)):
+                        cpu = broker_cpu(broker)
+                        n, secs, client = pull_to_arrow(broker, topic, lean)
+                        per = (broker_cpu(broker) - cpu) / max(n, 1) * 1e6
+                        rates.setdefault(name, []).append((n / secs, client / max(n, 1) * 1e6))
+                        print(f"pull + Arrow without Spark, {name:5s}: {n} in {secs:.2f} s = "
+                              f"{n / secs:,.0f} msg/s, client CPU {client / n * 1e6:.1f} us/msg, "
+                              f"broker CPU {per:.1f} us/msg")  # fmt: skip
+                for name, runs in rates.items():
+                    print(f"median {name:5s}: {statistics.median(r for r, _ in runs):,.0f} msg/s, client CPU "
+                          f"{statistics.median(c for _, c in runs):.1f} us/msg")  # fmt: skip
                 return
 
             conversion(5_000, args.size)  # warm-up: imports, first allocations
