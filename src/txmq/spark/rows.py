@@ -15,6 +15,7 @@ from txmq.common import errors, msgid
 from txmq.common import properties as props
 from txmq.common.message import MessageView
 from txmq.protocol.remoting.message_codec import PulledFields, decode_pulled
+from txmq.spark import schema
 
 _UTC = dt.UTC
 
@@ -63,7 +64,8 @@ def to_arrow(messages: Sequence[MessageView], arrow_schema: Any) -> Any:
 
 
 # The rows of a batch column by column, in ``schema.COLUMNS`` order; timestamps as epoch milliseconds.
-Columns = list[list[Any]]
+Columns = Sequence[Sequence[Any]]
+_WIDTH = len(schema.COLUMNS)
 _STAMPS = (8, 9, 10)  # born, store, delivery
 
 
@@ -105,57 +107,35 @@ def columns_of_pulled(body: bytes, tags: frozenset[str] | None, end: int) -> Col
 
 
 def _lean_columns(records: list[PulledFields], tags: frozenset[str] | None, end: int) -> Columns:
-    topics: list[Any] = []
-    queue_ids: list[Any] = []
-    offsets: list[Any] = []
-    ids: list[Any] = []
-    tag_col: list[Any] = []
-    keys_col: list[Any] = []
-    bodies: list[Any] = []
-    user: list[Any] = []
-    born_col: list[Any] = []
-    store_col: list[Any] = []
-    deliver_col: list[Any] = []
-    groups: list[Any] = []
-    txids: list[Any] = []
-    decode, system, key_sep = props.decode, _SYSTEM_KEYS, props.KEY_SEPARATOR
-    id_of = msgid.offset_message_id
+    rows: list[tuple[Any, ...]] = []
+    append = rows.append
+    decode, system, key_sep, id_of = props.decode, _SYSTEM_KEYS, props.KEY_SEPARATOR, msgid.offset_message_id
+    tags_key, keys_key, deliver_key, retry_key, uniq_key = (
+        props.TAGS, props.KEYS, props.TIMER_DELIVER_MS, props.RETRY_TOPIC, props.UNIQ_KEY,
+    )  # fmt: skip
+    group_key, txid_key = props.SHARDING_KEY, props.TRANSACTION_ID
     for topic, body, raw, queue_id, queue_offset, phys, born_ts, _, store_ts, store, _, _ in records:
         if raw:
             p = decode(raw)  # before the end check: a bad record fails the batch as in pulled_views
             get = p.get
-            tag = get(props.TAGS) or None
+            tag = get(tags_key) or None
             if queue_offset >= end or (tags is not None and (tag is None or tag not in tags)):
                 continue
-            keys_text = get(props.KEYS)
-            deliver = get(props.TIMER_DELIVER_MS, "")
-            topics.append(get(props.RETRY_TOPIC) or topic)
-            ids.append(get(props.UNIQ_KEY) or id_of(store[0], store[1], phys))
-            tag_col.append(tag)
+            keys_text = get(keys_key)
             keys = key_sep.join(filter(None, keys_text.split(key_sep))) if keys_text else None
-            keys_col.append(keys or None)
-            user.append({k: v for k, v in p.items() if k not in system})
-            deliver_col.append(int(deliver) if deliver.isdigit() else None)
-            groups.append(get(props.SHARDING_KEY) or None)
-            txids.append(get(props.TRANSACTION_ID) or None)
-        else:
-            if queue_offset >= end or tags is not None:
-                continue
-            topics.append(topic)
-            ids.append(id_of(store[0], store[1], phys))
-            tag_col.append(None)
-            keys_col.append(None)
-            user.append({})
-            deliver_col.append(None)
-            groups.append(None)
-            txids.append(None)
-        queue_ids.append(queue_id)
-        offsets.append(queue_offset)
-        bodies.append(body)
-        born_col.append(born_ts)
-        store_col.append(store_ts)
-    return [topics, queue_ids, offsets, ids, tag_col, keys_col, bodies, user, born_col, store_col,
-            deliver_col, groups, txids]  # fmt: skip
+            deliver = get(deliver_key, "")
+            append((
+                get(retry_key) or topic, queue_id, queue_offset,
+                get(uniq_key) or id_of(store[0], store[1], phys), tag, keys or None, body,
+                {k: v for k, v in p.items() if k not in system}, born_ts, store_ts,
+                int(deliver) if deliver.isdigit() else None, get(group_key) or None, get(txid_key) or None,
+            ))  # fmt: skip
+        elif queue_offset < end and tags is None:
+            append((topic, queue_id, queue_offset, id_of(store[0], store[1], phys), None, None, body, {},
+                    born_ts, store_ts, None, None, None))  # fmt: skip
+    if not rows:
+        return [[] for _ in range(_WIDTH)]
+    return list(zip(*rows, strict=True))
 
 
 def tuples_of(columns: Columns) -> list[tuple[Any, ...]]:
@@ -171,7 +151,6 @@ def arrow_of(columns: Columns, arrow_schema: Any) -> Any:
     import pyarrow as pa
 
     cols = list(columns)
-    cols[7] = [list(d.items()) for d in cols[7]]
     for i in _STAMPS:
         cols[i] = [None if ms is None else ms * 1000 for ms in cols[i]]
     arrays = [pa.array(col, type=f.type) for col, f in zip(cols, arrow_schema, strict=True)]
