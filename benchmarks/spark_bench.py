@@ -27,7 +27,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+# --src PATH: read with another checkout's txmq (driver and Spark's Python workers), for A/B in one bench
+sys.path.insert(
+    0,
+    sys.argv[sys.argv.index("--src") + 1] if "--src" in sys.argv else str(Path(__file__).parents[1] / "src"),
+)
 
 from tests.client.broker import BrokerProcess
 from tests.client.conftest import create_topic
@@ -39,6 +43,7 @@ from txmq.spark import options as opt
 from txmq.spark.fetch import Session
 
 ROOT = Path(__file__).resolve().parents[1]
+SRC = Path(sys.path[0]).resolve()
 
 
 async def preload(broker: BrokerProcess, topic: str, n: int, size: int, queues: int) -> float:
@@ -107,6 +112,23 @@ def pull_to_arrow(broker: BrokerProcess, topic: str, lean: bool) -> tuple[int, f
         return n, time.perf_counter() - start, time.process_time() - cpu
 
 
+def worker_cpu() -> float:
+    """CPU seconds of Spark's Python workers (every Python process under the JVM, with the workers they
+    already reaped): where the source's read runs."""
+    import psutil
+
+    total = 0.0
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "python" not in proc.name():
+                continue
+            t = proc.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            continue
+    return total
+
+
 def broker_cpu(broker: BrokerProcess) -> float:
     import psutil
 
@@ -157,7 +179,7 @@ def conversion(n: int, size: int) -> dict[str, float]:
 
 def spark_session() -> Any:
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        [str(SRC), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     )
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -188,6 +210,7 @@ def main() -> None:
     parser.add_argument(
         "--raw-only", action="store_true", help="only the pull-without-Spark reference (with broker CPU/msg)"
     )
+    parser.add_argument("--src", help="the txmq sources to read with (another checkout's src, for A/B)")
     parser.add_argument(
         "--arrow-ab",
         action="store_true",
@@ -247,6 +270,7 @@ def main() -> None:
             print(f"SparkSession start (JVM): {jvm:.1f} s; first read (Python workers): {first:.1f} s")
 
             results: dict[str, list[float]] = {}
+            worker_cpus: dict[str, list[float]] = {}
             for r in range(args.rounds):
                 for mode in args.modes.split(","):
                     df = (
@@ -256,14 +280,19 @@ def main() -> None:
                         .option("arrow", "true" if mode == "arrow" else "false")
                         .load()
                     )
-                    t0 = time.perf_counter()
+                    t0, workers, brk = time.perf_counter(), worker_cpu(), broker_cpu(broker)
                     df.write.format("noop").mode("overwrite").save()
                     secs = time.perf_counter() - t0
+                    workers = (worker_cpu() - workers) / args.messages * 1e6
+                    brk = (broker_cpu(broker) - brk) / args.messages * 1e6
                     rate = args.messages / secs
                     results.setdefault(mode, []).append(rate)
-                    print(f"round {r + 1} {mode:6s}: {args.messages} in {secs:.2f} s = {rate:,.0f} msg/s")
+                    worker_cpus.setdefault(mode, []).append(workers)
+                    print(f"round {r + 1} {mode:6s}: {args.messages} in {secs:.2f} s = {rate:,.0f} msg/s, "
+                          f"Python workers {workers:.1f} us/msg, broker {brk:.1f} us/msg")  # fmt: skip
             for mode, rates in results.items():
-                print(f"median {mode:6s}: {statistics.median(rates):,.0f} msg/s")
+                print(f"median {mode:6s}: {statistics.median(rates):,.0f} msg/s, Python workers "
+                      f"{statistics.median(worker_cpus[mode]):.1f} us/msg")  # fmt: skip
             print(f"load average at the end: {os.getloadavg()}")
             spark.stop()
         finally:
