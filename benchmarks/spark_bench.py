@@ -112,21 +112,23 @@ def pull_to_arrow(broker: BrokerProcess, topic: str, lean: bool) -> tuple[int, f
         return n, time.perf_counter() - start, time.process_time() - cpu
 
 
-def worker_cpu() -> float:
+def spark_cpu() -> tuple[float, float]:
     """CPU seconds of Spark's Python workers (every Python process under the JVM, with the workers they
-    already reaped): where the source's read runs."""
+    already reaped: where the source's read runs) and of the JVM itself."""
     import psutil
 
-    total = 0.0
+    workers = jvm = 0.0
     for proc in psutil.Process().children(recursive=True):
         try:
-            if "python" not in proc.name():
-                continue
+            name = proc.name()
             t = proc.cpu_times()
-            total += t.user + t.system + t.children_user + t.children_system
         except psutil.Error:
             continue
-    return total
+        if "python" in name:
+            workers += t.user + t.system + t.children_user + t.children_system
+        elif "java" in name:
+            jvm += t.user + t.system
+    return workers, jvm
 
 
 def broker_cpu(broker: BrokerProcess) -> float:
@@ -280,16 +282,19 @@ def main() -> None:
                         .option("arrow", "true" if mode == "arrow" else "false")
                         .load()
                     )
-                    t0, workers, brk = time.perf_counter(), worker_cpu(), broker_cpu(broker)
+                    t0, (workers, jvm), brk = time.perf_counter(), spark_cpu(), broker_cpu(broker)
                     df.write.format("noop").mode("overwrite").save()
                     secs = time.perf_counter() - t0
-                    workers = (worker_cpu() - workers) / args.messages * 1e6
+                    workers_after, jvm_after = spark_cpu()
+                    workers = (workers_after - workers) / args.messages * 1e6
+                    jvm = (jvm_after - jvm) / args.messages * 1e6
                     brk = (broker_cpu(broker) - brk) / args.messages * 1e6
                     rate = args.messages / secs
                     results.setdefault(mode, []).append(rate)
                     worker_cpus.setdefault(mode, []).append(workers)
                     print(f"round {r + 1} {mode:6s}: {args.messages} in {secs:.2f} s = {rate:,.0f} msg/s, "
-                          f"Python workers {workers:.1f} us/msg, broker {brk:.1f} us/msg")  # fmt: skip
+                          f"CPU us/msg: Python workers {workers:.1f}, JVM {jvm:.1f}, "
+                          f"broker {brk:.1f}")  # fmt: skip
             for mode, rates in results.items():
                 print(f"median {mode:6s}: {statistics.median(rates):,.0f} msg/s, Python workers "
                       f"{statistics.median(worker_cpus[mode]):.1f} us/msg")  # fmt: skip
