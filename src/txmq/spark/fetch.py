@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Generator, Iterator
 from typing import Any, TypeVar
 
 from txmq.client._factory import make_transport
@@ -121,12 +121,13 @@ class Session:
         return off.resolve(requested, keys, low, high, missing=missing)
 
     # ---- reading ---------------------------------------------------------------------------------
-    def pull_range(self, rng: off.QueueRange) -> Iterator[list[MessageView]]:
+    def pull_range(self, rng: off.QueueRange) -> Generator[list[MessageView], None, None]:
         """Messages of ``rng`` in offset order, one pulled batch at a time (tag filter applied)."""
-        for batch in self._batches(rng, self._pull):
-            messages = [m for m in batch.messages if m.queue_offset < rng.end]
-            if messages:
-                yield messages
+        with contextlib.closing(self._batches(rng, self._pull)) as batches:  # a stop drops the pull ahead
+            for batch in batches:
+                messages = [m for m in batch.messages if m.queue_offset < rng.end]
+                if messages:
+                    yield messages
 
     def pull_columns(self, rng: off.QueueRange) -> Iterator[rows.Columns]:
         """The rows of ``rng`` in offset order as ``rows.Columns``, one pulled batch at a time.
@@ -134,19 +135,21 @@ class Session:
         Over remoting the columns are built straight from the undecoded pull bodies
         (``rows.columns_of_pulled``); over gRPC from the transport's views."""
         if not isinstance(self.transport, RemotingTransport):
-            for messages in self.pull_range(rng):
-                yield rows.columns_of_views(messages, rng.end)
+            with contextlib.closing(self.pull_range(rng)) as views:
+                for messages in views:
+                    yield rows.columns_of_views(messages, rng.end)
             return
         tags = parse_tags(self.opts.tags)
-        for raw in self._batches(rng, self._pull_raw):
-            if raw.body:
-                columns = rows.columns_of_pulled(raw.body, tags, rng.end)
-                if columns[0]:
-                    yield columns
+        with contextlib.closing(self._batches(rng, self._pull_raw)) as batches:
+            for raw in batches:
+                if raw.body:
+                    columns = rows.columns_of_pulled(raw.body, tags, rng.end)
+                    if columns[0]:
+                        yield columns
 
     def _batches(
         self, rng: off.QueueRange, pull: Callable[[MessageQueue, int, int], asyncio.Task[B]]
-    ) -> Iterator[B]:
+    ) -> Generator[B, None, None]:
         """The pull answers for ``rng`` in offset order (status handling and data loss checks done).
 
         One pull stays ahead: the request for the next batch is on the wire before a batch is handed
