@@ -27,7 +27,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+# --src PATH: read with another checkout's txmq (driver and Spark's Python workers), for A/B in one bench
+sys.path.insert(
+    0,
+    sys.argv[sys.argv.index("--src") + 1] if "--src" in sys.argv else str(Path(__file__).parents[1] / "src"),
+)
 
 from tests.client.broker import BrokerProcess
 from tests.client.conftest import create_topic
@@ -39,6 +43,7 @@ from txmq.spark import options as opt
 from txmq.spark.fetch import Session
 
 ROOT = Path(__file__).resolve().parents[1]
+SRC = Path(sys.path[0]).resolve()
 
 
 async def preload(broker: BrokerProcess, topic: str, n: int, size: int, queues: int) -> float:
@@ -78,6 +83,52 @@ def raw_pull(broker: BrokerProcess, topic: str) -> tuple[int, float]:
             for batch in session.pull_range(off.QueueRange(key[0], key[1], low[key], high[key])):
                 n += len(batch)
         return n, time.perf_counter() - start
+
+
+def pull_to_arrow(broker: BrokerProcess, topic: str, lean: bool) -> tuple[int, float, float]:
+    """What a Spark task does without Spark: pull every queue and build the Arrow batches, either
+    from ``MessageView``s (``pull_range`` + ``to_arrow``, the path before the lean rows) or from the
+    undecoded pull bodies (``pull_columns`` + ``arrow_of``). Messages, seconds, client CPU seconds."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from txmq.spark.rows import arrow_of, to_arrow
+    from txmq.spark.source import spark_schema
+
+    arrow_schema = to_arrow_schema(spark_schema(), timezone="UTC")
+    opts = opt.parse({"endpoints": broker.namesrv, "topic": topic}, streaming=False)
+    with Session(opts) as session:
+        keys = session.queues()
+        low, high = session.low_high(keys)
+        start, cpu = time.perf_counter(), time.process_time()
+        n = 0
+        for key in keys:
+            rng = off.QueueRange(key[0], key[1], low[key], high[key])
+            if lean:
+                for columns in session.pull_columns(rng):
+                    n += arrow_of(columns, arrow_schema).num_rows
+            else:
+                for views in session.pull_range(rng):
+                    n += to_arrow(views, arrow_schema).num_rows
+        return n, time.perf_counter() - start, time.process_time() - cpu
+
+
+def spark_cpu() -> tuple[float, float]:
+    """CPU seconds of Spark's Python workers (every Python process under the JVM, with the workers they
+    already reaped: where the source's read runs) and of the JVM itself."""
+    import psutil
+
+    workers = jvm = 0.0
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            name = proc.name()
+            t = proc.cpu_times()
+        except psutil.Error:
+            continue
+        if "python" in name:
+            workers += t.user + t.system + t.children_user + t.children_system
+        elif "java" in name:
+            jvm += t.user + t.system
+    return workers, jvm
 
 
 def broker_cpu(broker: BrokerProcess) -> float:
@@ -130,7 +181,7 @@ def conversion(n: int, size: int) -> dict[str, float]:
 
 def spark_session() -> Any:
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        [str(SRC), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     )
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -161,6 +212,12 @@ def main() -> None:
     parser.add_argument(
         "--raw-only", action="store_true", help="only the pull-without-Spark reference (with broker CPU/msg)"
     )
+    parser.add_argument("--src", help="the txmq sources to read with (another checkout's src, for A/B)")
+    parser.add_argument(
+        "--arrow-ab",
+        action="store_true",
+        help="only pull + Arrow without Spark, MessageView path vs lean rows alternating (client CPU/msg)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -179,6 +236,21 @@ def main() -> None:
                     print(f"pull without Spark (one process): {n} in {secs:.2f} s = {n / secs:,.0f} msg/s, "
                           f"broker CPU {per:.1f} us/msg")  # fmt: skip
             if args.raw_only:
+                return
+            if args.arrow_ab:
+                rates: dict[str, list[tuple[float, float]]] = {}
+                for _ in range(args.rounds):
+                    for name, lean in (("views", False), ("lean", True)):
+                        cpu = broker_cpu(broker)
+                        n, secs, client = pull_to_arrow(broker, topic, lean)
+                        per = (broker_cpu(broker) - cpu) / max(n, 1) * 1e6
+                        rates.setdefault(name, []).append((n / secs, client / max(n, 1) * 1e6))
+                        print(f"pull + Arrow without Spark, {name:5s}: {n} in {secs:.2f} s = "
+                              f"{n / secs:,.0f} msg/s, client CPU {client / n * 1e6:.1f} us/msg, "
+                              f"broker CPU {per:.1f} us/msg")  # fmt: skip
+                for name, runs in rates.items():
+                    print(f"median {name:5s}: {statistics.median(r for r, _ in runs):,.0f} msg/s, client CPU "
+                          f"{statistics.median(c for _, c in runs):.1f} us/msg")  # fmt: skip
                 return
 
             conversion(5_000, args.size)  # warm-up: imports, first allocations
@@ -200,6 +272,7 @@ def main() -> None:
             print(f"SparkSession start (JVM): {jvm:.1f} s; first read (Python workers): {first:.1f} s")
 
             results: dict[str, list[float]] = {}
+            worker_cpus: dict[str, list[float]] = {}
             for r in range(args.rounds):
                 for mode in args.modes.split(","):
                     df = (
@@ -209,14 +282,22 @@ def main() -> None:
                         .option("arrow", "true" if mode == "arrow" else "false")
                         .load()
                     )
-                    t0 = time.perf_counter()
+                    t0, (workers, jvm), brk = time.perf_counter(), spark_cpu(), broker_cpu(broker)
                     df.write.format("noop").mode("overwrite").save()
                     secs = time.perf_counter() - t0
+                    workers_after, jvm_after = spark_cpu()
+                    workers = (workers_after - workers) / args.messages * 1e6
+                    jvm = (jvm_after - jvm) / args.messages * 1e6
+                    brk = (broker_cpu(broker) - brk) / args.messages * 1e6
                     rate = args.messages / secs
                     results.setdefault(mode, []).append(rate)
-                    print(f"round {r + 1} {mode:6s}: {args.messages} in {secs:.2f} s = {rate:,.0f} msg/s")
+                    worker_cpus.setdefault(mode, []).append(workers)
+                    print(f"round {r + 1} {mode:6s}: {args.messages} in {secs:.2f} s = {rate:,.0f} msg/s, "
+                          f"CPU us/msg: Python workers {workers:.1f}, JVM {jvm:.1f}, "
+                          f"broker {brk:.1f}")  # fmt: skip
             for mode, rates in results.items():
-                print(f"median {mode:6s}: {statistics.median(rates):,.0f} msg/s")
+                print(f"median {mode:6s}: {statistics.median(rates):,.0f} msg/s, Python workers "
+                      f"{statistics.median(worker_cpus[mode]):.1f} us/msg")  # fmt: skip
             print(f"load average at the end: {os.getloadavg()}")
             spark.stop()
         finally:

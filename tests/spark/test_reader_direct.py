@@ -138,3 +138,25 @@ def test_pull_range_keeps_one_pull_ahead_and_drops_it_when_the_caller_stops(
     )
     with Session(filtered) as session:
         assert list(session.pull_range(off.QueueRange(topic, 0, 0, 10))) == []
+        assert list(session.pull_columns(off.QueueRange(topic, 0, 0, 10))) == []
+
+
+def test_pull_columns_reads_the_range_and_drops_the_pull_ahead_when_the_caller_stops(
+    spark_broker: BrokerProcess,
+) -> None:
+    from txmq.spark import options as opt
+    from txmq.spark.fetch import Session
+
+    topic = new_topic(spark_broker, queues=1)
+    produce(spark_broker, topic, [f"m{i}" for i in range(10)], tags="a")
+    opts = opt.parse(
+        {"endpoints": spark_broker.namesrv, "topic": topic, "pullBatchSize": "3"}, streaming=False
+    )
+    with Session(opts) as session:
+        batches = list(session.pull_columns(off.QueueRange(topic, 0, 1, 8)))
+        assert [list(b[6]) for b in batches] == [[b"m1", b"m2", b"m3"], [b"m4", b"m5", b"m6"], [b"m7"]]
+        assert [list(b[2]) for b in batches] == [[1, 2, 3], [4, 5, 6], [7]]
+        reader = session.pull_columns(off.QueueRange(topic, 0, 0, 10))
+        assert list(next(reader)[6]) == [b"m0", b"m1", b"m2"]
+        reader.close()  # the pull for offsets 3.. was on its way: cancelled, not left behind
+        assert [list(b[6]) for b in session.pull_columns(off.QueueRange(topic, 0, 9, 10))] == [[b"m9"]]

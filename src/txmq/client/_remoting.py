@@ -35,6 +35,7 @@ from txmq.client._transport import (
     OnReconnect,
     PullBatch,
     PullStatus,
+    RawPullBatch,
     Registrations,
     TransactionRef,
 )
@@ -436,6 +437,28 @@ class RemotingTransport:
         long_poll_ms: int,
         max_bytes: int,
     ) -> PullBatch:
+        raw = await self.pull_raw(
+            group, mq, offset, max_messages=max_messages, expression=expression,
+            long_poll_ms=long_poll_ms, max_bytes=max_bytes,
+        )  # fmt: skip
+        messages: list[MessageView] = []
+        if raw.status is PullStatus.FOUND:
+            messages = conv.pulled_views(raw.body, conv.parse_tags(expression))
+        return PullBatch(raw.status, messages, raw.next_offset, raw.min_offset, raw.max_offset)
+
+    async def pull_raw(
+        self,
+        group: str,
+        mq: MessageQueue,
+        offset: int,
+        *,
+        max_messages: int,
+        expression: str,
+        long_poll_ms: int,
+        max_bytes: int,
+    ) -> RawPullBatch:
+        """``pull`` with the response body left undecoded (records not yet filtered by tag): for readers
+        that build their own rows from ``decode_pulled`` (the Spark source), not a ``Transport`` method."""
         flags = PULL_SUBSCRIPTION | (PULL_SUSPEND if long_poll_ms > 0 else 0)
         header = headers.PullMessageRequestHeader(
             consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
@@ -450,10 +473,8 @@ class RemotingTransport:
         if status is None:
             raise error_for_response(response.code, response.remark)
         answer = headers.PullMessageResponseHeader.from_command(response)
-        messages: list[MessageView] = []
-        if status is PullStatus.FOUND:
-            messages = conv.pulled_views(response.body, conv.parse_tags(expression))
-        return PullBatch(status, messages, answer.next_begin_offset, answer.min_offset, answer.max_offset)
+        body = response.body if status is PullStatus.FOUND else b""
+        return RawPullBatch(status, body, answer.next_begin_offset, answer.min_offset, answer.max_offset)
 
     async def query_offset(self, group: str, mq: MessageQueue) -> int | None:
         header = headers.QueryConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id)

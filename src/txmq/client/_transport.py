@@ -49,6 +49,17 @@ class PullBatch:
     max_offset: int
 
 
+@dataclass(frozen=True, slots=True)
+class RawPullBatch:
+    """A remoting pull's answer with its body undecoded (``b""`` unless ``FOUND``)."""
+
+    status: PullStatus
+    body: bytes
+    next_offset: int
+    min_offset: int
+    max_offset: int
+
+
 class ConsumeMode(enum.Enum):
     PUSH = "CONSUME_PASSIVELY"
     PULL = "CONSUME_ACTIVELY"

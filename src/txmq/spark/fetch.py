@@ -15,18 +15,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Generator, Iterator
 from typing import Any, TypeVar
 
 from txmq.client._factory import make_transport
-from txmq.client._transport import BEGINNING, END, PullBatch, PullStatus, Transport, at_timestamp
+from txmq.client._remoting import RemotingTransport
+from txmq.client._remoting_convert import parse_tags
+from txmq.client._transport import (
+    BEGINNING,
+    END,
+    PullBatch,
+    PullStatus,
+    RawPullBatch,
+    Transport,
+    at_timestamp,
+)
 from txmq.common import errors, limits
 from txmq.common.message import MessageQueue, MessageView
 from txmq.spark import offsets as off
+from txmq.spark import rows
 from txmq.spark.options import Bound, SourceOptions
 
 log = logging.getLogger("txmq.spark")
 T = TypeVar("T")
+B = TypeVar("B", PullBatch, RawPullBatch)
 
 
 class DataLoss(errors.OffsetNotFound):
@@ -109,8 +121,36 @@ class Session:
         return off.resolve(requested, keys, low, high, missing=missing)
 
     # ---- reading ---------------------------------------------------------------------------------
-    def pull_range(self, rng: off.QueueRange) -> Iterator[list[MessageView]]:
-        """Messages of ``rng`` in offset order, one pulled batch at a time (tag filter applied).
+    def pull_range(self, rng: off.QueueRange) -> Generator[list[MessageView], None, None]:
+        """Messages of ``rng`` in offset order, one pulled batch at a time (tag filter applied)."""
+        with contextlib.closing(self._batches(rng, self._pull)) as batches:  # a stop drops the pull ahead
+            for batch in batches:
+                messages = [m for m in batch.messages if m.queue_offset < rng.end]
+                if messages:
+                    yield messages
+
+    def pull_columns(self, rng: off.QueueRange) -> Iterator[rows.Columns]:
+        """The rows of ``rng`` in offset order as ``rows.Columns``, one pulled batch at a time.
+
+        Over remoting the columns are built straight from the undecoded pull bodies
+        (``rows.columns_of_pulled``); over gRPC from the transport's views."""
+        if not isinstance(self.transport, RemotingTransport):
+            with contextlib.closing(self.pull_range(rng)) as views:
+                for messages in views:
+                    yield rows.columns_of_views(messages, rng.end)
+            return
+        tags = parse_tags(self.opts.tags)
+        with contextlib.closing(self._batches(rng, self._pull_raw)) as batches:
+            for raw in batches:
+                if raw.body:
+                    columns = rows.columns_of_pulled(raw.body, tags, rng.end)
+                    if columns[0]:
+                        yield columns
+
+    def _batches(
+        self, rng: off.QueueRange, pull: Callable[[MessageQueue, int, int], asyncio.Task[B]]
+    ) -> Generator[B, None, None]:
+        """The pull answers for ``rng`` in offset order (status handling and data loss checks done).
 
         One pull stays ahead: the request for the next batch is on the wire before a batch is handed
         to the caller, so the broker reads and encodes it while the caller converts this one."""
@@ -120,11 +160,11 @@ class Session:
         if offset == off.EARLIEST:
             offset = self.run(self.transport.resolve_offset(mq, BEGINNING))
         where = f"{rng.topic}/{rng.queue_id}"
-        ahead: asyncio.Task[PullBatch] | None = None
+        ahead: asyncio.Task[B] | None = None
         try:
             while offset < rng.end:
                 if ahead is None:
-                    ahead = self._pull(mq, offset, rng.end)
+                    ahead = pull(mq, offset, rng.end)
                 batch = self.run(ahead)
                 ahead = None
                 if batch.min_offset > offset:
@@ -138,18 +178,32 @@ class Session:
                     return
                 if batch.next_offset <= offset:
                     raise errors.ProtocolError(f"the broker did not advance {where} past offset {offset}")
-                messages = [m for m in batch.messages if m.queue_offset < rng.end]
                 offset = batch.next_offset
                 if offset < rng.end:
-                    ahead = self._pull(mq, offset, rng.end)
+                    ahead = pull(mq, offset, rng.end)
                     self.run(asyncio.sleep(0))  # let the request go out before the caller takes over
-                if messages:
-                    yield messages
+                yield batch
         finally:
             if ahead is not None and not self._loop.is_closed():  # the caller stopped early
                 ahead.cancel()
                 with contextlib.suppress(asyncio.CancelledError, errors.TxmqError):
                     self.run(ahead)
+
+    def _pull_raw(self, mq: MessageQueue, offset: int, end: int) -> asyncio.Task[RawPullBatch]:
+        opts = self.opts
+        transport = self.transport
+        assert isinstance(transport, RemotingTransport)
+        return self._loop.create_task(
+            transport.pull_raw(
+                opts.group,
+                mq,
+                offset,
+                max_messages=min(opts.pull_batch_size, end - offset),
+                expression=opts.tags,
+                long_poll_ms=0,
+                max_bytes=limits.pull_bytes_max,
+            )
+        )
 
     def _pull(self, mq: MessageQueue, offset: int, end: int) -> asyncio.Task[PullBatch]:
         opts = self.opts

@@ -43,7 +43,7 @@ from txmq.spark import offsets as off
 from txmq.spark import options as opt
 from txmq.spark import schema as sch
 from txmq.spark.fetch import Session, data_loss
-from txmq.spark.rows import to_arrow, to_tuple
+from txmq.spark.rows import arrow_of, tuples_of
 from txmq.spark.sink import SinkMixin
 
 _TYPES: dict[str, DataType] = {
@@ -80,11 +80,11 @@ def _read(opts: opt.SourceOptions, schema: StructType, partition: InputPartition
 
         arrow_schema = to_arrow_schema(schema, timezone="UTC")
     with Session(opts) as session:
-        for messages in session.pull_range(rng):
+        for columns in session.pull_columns(rng):
             if arrow_schema is not None:
-                yield to_arrow(messages, arrow_schema)
+                yield arrow_of(columns, arrow_schema)
             else:
-                yield from (to_tuple(m) for m in messages)
+                yield from tuples_of(columns)
 
 
 def _check_schema(schema: StructType) -> None:
