@@ -14,12 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+from txmq.common.fastinit import slot_init
 from txmq.protocol.remoting.codes import RPC_ONEWAY, RPC_TYPE, LanguageCode, SerializeType
 
 DEFAULT_VERSION: Final = 0
 """The ``version`` txmq puts on commands it originates; peers do not depend on it for 4.x codes."""
 
 
+@slot_init  # two are built per request (the request and its response)
 @dataclass(frozen=True, slots=True)
 class RemotingCommand:
     code: int
