@@ -97,10 +97,10 @@ async def test_server_close_fails_requests_in_flight() -> None:
         await asyncio.wait_for(pending, 5)
 
 
-async def test_handlers_run_inline_or_as_tasks_with_one_shared_future() -> None:
-    """Handlers that finish without suspending are answered inline; many that await one future (as a
-    group commit's waiters do) each get a task that waits on it; failures before and after suspending
-    become SYSTEM_ERROR (oneway: nothing)."""
+async def test_handlers_finishing_at_once_or_awaiting_one_shared_future() -> None:
+    """Handlers that finish without suspending, and many that await one future (as a group commit's
+    waiters do), each inside a task; failures before and after suspending become SYSTEM_ERROR (oneway:
+    nothing), and the connection goes on."""
     shared: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     tasks_seen: list[asyncio.Task[object] | None] = []
 

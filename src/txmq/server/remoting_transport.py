@@ -23,9 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, Final
+from collections.abc import Awaitable, Callable
+from typing import Final
 
 from txmq.common import errors
 from txmq.protocol.remoting.codes import LanguageCode, RequestCode, ResponseCode
@@ -84,16 +83,12 @@ class RemotingEndpoint(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def data_received(self, data: bytes) -> None:
-        # replies of requests handled inline during this read go out in one write at its end
-        self._flush_scheduled = True
         try:
             self._conn.receive_data(data)
             self._drain_events()
         except RemoteProtocolError as exc:
             log.warning("closing remoting connection from %s: %s", self.peer, exc)
             self._abort()
-        finally:
-            self._flush()
 
     def eof_received(self) -> bool | None:
         with contextlib.suppress(errors.ProtocolError):
@@ -137,37 +132,11 @@ class RemotingEndpoint(asyncio.Protocol):
                 return
 
     def _start_handling(self, request: RemotingCommand) -> None:
-        handler = self._handler
-        if handler is None:
+        if self._handler is None:
             if not request.is_oneway:
                 self.write(make_response(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "no handler here"))
             return
-        # Run the handler's first step right here: most handlers (a pull that finds messages, an offset
-        # query, a heartbeat) finish without suspending, and need neither a task nor a loop iteration.
-        # Only a handler that suspends gets a task, which resumes it where it stopped.
-        coro = handler(request, self)
-        if type(coro) is not types.CoroutineType:  # some other awaitable: a task awaits it
-            self._suspended(request, coro)
-            return
-        try:
-            waiting_on = coro.send(None)
-        except StopIteration as stop:
-            response = stop.value
-        except Exception:  # noqa: BLE001 - logged by _failed
-            response = self._failed(request)
-        except asyncio.CancelledError:
-            return
-        else:
-            blocking = getattr(waiting_on, "_asyncio_future_blocking", False) is True
-            if blocking:  # what a Task does with the future it receives (see _resume)
-                waiting_on._asyncio_future_blocking = False
-            self._suspended(request, _resume(coro, waiting_on, blocking))
-            return
-        if response is not None and not request.is_oneway:
-            self.write(response)
-
-    def _suspended(self, request: RemotingCommand, rest: Awaitable[RemotingCommand | None]) -> None:
-        task = self._loop.create_task(self._handle(request, rest))
+        task = self._loop.create_task(self._handle(request, self._handler))
         self._tasks.add(task)
         if request.code in _CANCELLED_ON_CLOSE:
             self._long_polls.add(task)
@@ -183,22 +152,20 @@ class RemotingEndpoint(asyncio.Protocol):
             self._reading_paused = False
             self._transport.resume_reading()
 
-    async def _handle(self, request: RemotingCommand, rest: Awaitable[RemotingCommand | None]) -> None:
+    async def _handle(self, request: RemotingCommand, handler: Handler) -> None:
         try:
-            response = await rest
+            response = await handler(request, self)
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001 - logged by _failed
-            response = self._failed(request)
+        except Exception:
+            log.exception("remoting handler for code %d failed", request.code)
+            response = (
+                None
+                if request.is_oneway
+                else make_response(request, ResponseCode.SYSTEM_ERROR, "internal error")
+            )
         if response is not None and not request.is_oneway:
             self.write(response)
-
-    @staticmethod
-    def _failed(request: RemotingCommand) -> RemotingCommand | None:
-        log.exception("remoting handler for code %d failed", request.code)
-        return (
-            None if request.is_oneway else make_response(request, ResponseCode.SYSTEM_ERROR, "internal error")
-        )
 
     # ------------------------------------------------------------------------------ writing
     def is_open(self) -> bool:
@@ -222,7 +189,7 @@ class RemotingEndpoint(asyncio.Protocol):
     def _flush(self) -> None:
         self._flush_scheduled = False
         out, self._out = self._out, []
-        if out and self._transport is not None and not self._transport.is_closing():
+        if self._transport is not None and out:
             self._transport.write(b"".join(out) if len(out) > 1 else out[0])
 
     # ------------------------------------------------------------------------------ our requests
@@ -285,36 +252,6 @@ class RemotingEndpoint(asyncio.Protocol):
             self._transport.close()
         with contextlib.suppress(asyncio.CancelledError):
             await self.closed_future
-
-
-_HandlerCoro = Coroutine[Any, Any, RemotingCommand | None]
-
-
-@types.coroutine
-def _resume(
-    coro: _HandlerCoro, waiting_on: object, blocking: bool
-) -> Generator[Any, None, RemotingCommand | None]:
-    """The rest of a handler coroutine whose first step already ran and suspended on ``waiting_on``
-    (the future it awaits, or None for a bare yield), for the task that takes it over: yielding that
-    same object makes the task wait on it, exactly as if the task had run the first step itself.
-
-    A future's await marks it "blocking" when it yields it, and refuses to yield a future still so
-    marked: the Task that receives it clears the mark. Several handlers may await one future (a group
-    commit's), so ``_start_handling`` clears the mark as a Task would (``blocking``) and it is set
-    again here, just before the task receives it.
-
-    A cancellation (or anything else thrown in) while waiting goes into the handler where it stopped."""
-    if blocking:
-        waiting_on._asyncio_future_blocking = True  # type: ignore[attr-defined]
-    try:
-        yield waiting_on
-    except BaseException as exc:  # noqa: BLE001 - forwarded into the handler, which decides
-        try:
-            waiting_on = coro.throw(exc)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        return (yield from _resume(coro, waiting_on, False))
-    return (yield from coro.__await__())
 
 
 def _addr(value: object) -> str:
