@@ -113,8 +113,6 @@ async def run(messages: int, rounds: int, per_read: int) -> None:
             for i in range(messages)
         ]
         await measure(f"send, {per_read} per read", sends, 1)
-        if os.environ.get("TB_SEND_ONLY"):
-            return
         queries = [
             request(RequestCode.GET_MAX_OFFSET, {"topic": "TSend", "queueId": str(i % 4)})
             for i in range(messages)

@@ -80,14 +80,15 @@ def make_response(
 
     The language is ours (JAVA, as a Java broker answers), not the requester's.
     """
+    # positional (field order), the cheaper call: one response is built per request
     return RemotingCommand(
-        code=int(code),
-        opaque=request.opaque,
-        flag=RPC_TYPE,
-        remark=remark,
-        ext_fields={} if ext_fields is None else ext_fields,
-        body=body,
-        language=LanguageCode.JAVA,
-        version=request.version,
-        serialize_type=request.serialize_type,
+        int(code),
+        request.opaque,
+        RPC_TYPE,
+        remark,
+        {} if ext_fields is None else ext_fields,
+        body,
+        LanguageCode.JAVA,
+        request.version,
+        request.serialize_type,
     )
