@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from txmq.common import errors
+from txmq.protocol.remoting.codes import RequestCode, ResponseCode
 from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.server.remoting_transport import RemotingEndpoint, RemotingServer, connect, serve
 
@@ -94,3 +95,62 @@ async def test_server_close_fails_requests_in_flight() -> None:
     await running.close()
     with pytest.raises(errors.ConnectionError_):
         await asyncio.wait_for(pending, 5)
+
+
+async def test_handlers_finishing_at_once_or_awaiting_one_shared_future() -> None:
+    """Handlers that finish without suspending, and many that await one future (as a group commit's
+    waiters do), each inside a task; failures before and after suspending become SYSTEM_ERROR (oneway:
+    nothing), and the connection goes on."""
+    shared: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    tasks_seen: list[asyncio.Task[object] | None] = []
+
+    async def nested(future: asyncio.Future[str]) -> str:
+        return await future
+
+    async def handle(request: RemotingCommand, _: RemotingEndpoint) -> RemotingCommand | None:
+        if request.code == 1:  # no await at all
+            return make_response(request, 0, body=b"inline")
+        if request.code == 2:  # awaits the shared future two frames down
+            value = await nested(shared)
+            tasks_seen.append(asyncio.current_task())
+            return make_response(request, 0, body=value.encode())
+        if request.code == 3:
+            raise RuntimeError("fails inline")
+        await asyncio.sleep(0)  # code 4: fails after suspending
+        raise RuntimeError("fails in its task")
+
+    running = await serve("127.0.0.1", 0, handle)
+    client = await connect("127.0.0.1", running.port)
+    waiting = [client.request_nowait(2) for _ in range(50)]
+    inline = [client.request_nowait(1) for _ in range(50)]
+    assert {a.body for a in await asyncio.gather(*inline)} == {b"inline"}
+    assert not any(w.done() for w in waiting)
+    shared.set_result("shared")
+    assert {a.body for a in await asyncio.gather(*waiting)} == {b"shared"}
+    assert all(task is not None for task in tasks_seen)
+    assert (await client.request(3)).code == ResponseCode.SYSTEM_ERROR
+    assert (await client.request(4)).code == ResponseCode.SYSTEM_ERROR
+    assert client.oneway(3) and client.oneway(4)
+    assert (await client.request(1)).body == b"inline"  # the connection lived through all of it
+    await client.close()
+    await running.close()
+
+
+async def test_a_suspended_long_poll_is_cancelled_when_its_client_goes_away() -> None:
+    cancelled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def long_poll(request: RemotingCommand, _: RemotingEndpoint) -> RemotingCommand | None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set_result(None)
+            raise
+        return make_response(request)
+
+    running = await serve("127.0.0.1", 0, long_poll)
+    client = await connect("127.0.0.1", running.port)
+    client.request_nowait(RequestCode.PULL_MESSAGE)
+    await asyncio.sleep(0.05)
+    await client.close()
+    await asyncio.wait_for(cancelled, 5)
+    await running.close()

@@ -159,8 +159,8 @@ class RemotingConnection:
 
     def send(self, cmd: RemotingCommand) -> bytes:
         """The bytes for ``cmd``; a two-way request becomes pending until its response arrives."""
-        self._check_usable()
         if self._state is not ConnectionState.OPEN:
+            self._check_usable()  # raises in ERROR
             raise LocalProtocolError("cannot send on a closed connection")
         if not cmd.flag & (RPC_TYPE | RPC_ONEWAY):
             if cmd.opaque in self._pending:
@@ -191,7 +191,8 @@ class RemotingConnection:
 
     def next_event(self) -> Event:
         """The next event; raises ``RemoteProtocolError`` on malformed input (the connection is dead)."""
-        self._check_usable()
+        if self._state is ConnectionState.ERROR:
+            self._check_usable()  # raises
         try:
             decoded = frame.decode_frame(self._buf, self._pos)
         except RemoteProtocolError:

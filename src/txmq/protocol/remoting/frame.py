@@ -145,21 +145,24 @@ def decode_frame(buf: bytes | bytearray, pos: int = 0) -> tuple[RemotingCommand,
 
     Bytes after ``end`` are not looked at (they belong to the next frame).
     """
-    bounds = frame_bounds(buf, pos)
-    if bounds is None:
+    if len(buf) - pos < PREFIX_BYTES:
+        frame_bounds(buf, pos)  # checks a complete length word
         return None
-    header_length, end = bounds
+    length, word = _PREFIX.unpack_from(buf, pos)
+    header_length = word & 0xFFFFFF
+    serialize_type = word >> 24
+    end = pos + 4 + length
+    # the checks of frame_bounds, inline: this runs once per request
+    if not 4 <= length <= limits.frame_bytes_max or header_length > length - 4 or serialize_type > 1:
+        frame_bounds(buf, pos)  # raises the precise error
     if len(buf) < end:
         return None
-    serialize_type = buf[pos + 4]  # the top byte of the big-endian type/length word
     header_start = pos + PREFIX_BYTES
     body_start = header_start + header_length
-    with memoryview(buf) as view:
-        if serialize_type == SerializeType.JSON:
-            cmd = _decode_json(view[header_start:body_start], bytes(view[body_start:end]))
-        else:
-            cmd = _decode_binary(bytes(view[header_start:body_start]), bytes(view[body_start:end]))
-    return cmd, end
+    with memoryview(buf) as view:  # one copy of the body, none of the header
+        if serialize_type == 0:  # SerializeType.JSON
+            return _decode_json(view[header_start:body_start], bytes(view[body_start:end])), end
+        return _decode_binary(bytes(view[header_start:body_start]), bytes(view[body_start:end])), end
 
 
 def decode(frame: bytes | bytearray) -> RemotingCommand:
@@ -182,20 +185,25 @@ def _decode_json(header: memoryview, body: bytes) -> RemotingCommand:
     remark = get("remark")
     if remark is not None and type(remark) is not str:
         raise RemoteProtocolError("remark is not a string")
+    language = get("language")
+    language = (
+        _LANG_BY_NAME.get(language, LanguageCode.OTHER) if type(language) is str else _json_language(language)
+    )
+    # positional, in field order: code, opaque, flag, remark, ext_fields, body, language, version, type
     return RemotingCommand(
-        code=code,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=_json_ext_fields(get("extFields")),
-        body=body,
-        language=_json_language(get("language")),
-        version=version,
-        serialize_type=SerializeType.JSON,
+        code,
+        opaque,
+        flag,
+        remark,
+        _json_ext_fields(get("extFields")),
+        body,
+        language,
+        version,
+        SerializeType.JSON,
     )
 
 
-def _parse_json_object(header: memoryview) -> dict[str, Any]:
+def _parse_json_object(header: bytes | bytearray | memoryview) -> dict[str, Any]:
     """The header object; calls the C scanner directly, falling back to the full decoder."""
     try:
         text = str(header, "utf-8")

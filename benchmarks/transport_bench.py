@@ -1,0 +1,159 @@
+"""Broker CPU per request through the real remoting transport, without sockets.
+
+Pre-encoded request frames go into a broker ``RemotingEndpoint``'s ``data_received`` (``--per-read``
+requests a read, as a pipelining client's bytes arrive), and the run waits until every response
+was written to a sink transport. Unlike ``hotpath_bench.py``, whose loop stands in for the transport,
+this times the transport's own request path (decode, dispatch, tasks, response encode, writes) with
+the broker's handler on a real store (ASYNC flush). Reports the best of ``--rounds`` process-CPU
+figures per message.
+
+    python benchmarks/transport_bench.py [--messages 4096] [--rounds 5] [--src OTHER/src]
+
+``--src`` measures another checkout's ``src`` (a baseline) with this same script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Sink(asyncio.Transport):
+    """A write-only transport that counts the response frames written to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frames = 0
+        self.failed = 0  # responses whose code is not SUCCESS
+        self._pending = b""
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        buf = self._pending + bytes(data)
+        pos = 0
+        while len(buf) - pos >= 4:
+            (length,) = struct.unpack_from(">i", buf, pos)
+            if len(buf) - pos < 4 + length:
+                break
+            if b'"code":0,' not in buf[pos + 8 : pos + 24]:
+                self.failed += 1
+            pos += 4 + length
+            self.frames += 1
+        self._pending = buf[pos:]
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+async def run(messages: int, rounds: int, per_read: int) -> None:
+    from tests.integration.remoting_support import send_header
+
+    from txmq.broker.broker import Broker
+    from txmq.broker.config import BrokerConfig
+    from txmq.protocol.remoting import frame
+    from txmq.protocol.remoting.codes import RequestCode
+    from txmq.protocol.remoting.command import make_request
+    from txmq.server.remoting.context import RemotingContext
+    from txmq.server.remoting.dispatch import make_handler
+    from txmq.server.remoting_transport import RemotingEndpoint
+    from txmq.storage.api import FlushMode
+
+    body = os.urandom(512).hex().encode()  # 1 KB
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = await Broker.open(BrokerConfig(data_dir=tmp, flush=FlushMode.ASYNC))
+        handler = make_handler(RemotingContext(broker, "127.0.0.1:10911"))
+        opaque = 0
+
+        def request(code: int, fields: dict[str, str], payload: bytes = b"") -> bytes:
+            nonlocal opaque
+            opaque += 1
+            return frame.encode(make_request(code, opaque, fields, payload))
+
+        async def measure(name: str, frames: list[bytes], per_message: int) -> None:
+            best = float("inf")
+            for _ in range(rounds):
+                endpoint = RemotingEndpoint(handler)
+                sink = Sink()
+                endpoint.connection_made(sink)
+                reads = [b"".join(frames[i : i + per_read]) for i in range(0, len(frames), per_read)]
+                cpu = time.process_time()
+                expected = 0
+                for i, data in enumerate(reads):
+                    expected += min(per_read, len(frames) - i * per_read)
+                    endpoint.data_received(data)
+                    while sink.frames < expected:
+                        await asyncio.sleep(0)
+                best = min(best, time.process_time() - cpu)
+                if sink.failed:
+                    print(f"{name}: {sink.failed} responses were not SUCCESS")
+                await asyncio.sleep(0)
+            print(f"{name:<40} {best / (len(frames) * per_message) * 1e6:8.1f} us CPU per message")
+
+        sends = [
+            request(
+                RequestCode.SEND_MESSAGE_V2, send_header("TSend", {"TAGS": "bench"}, queue_id=i % 4), body
+            )
+            for i in range(messages)
+        ]
+        await measure(f"send, {per_read} per read", sends, 1)
+        queries = [
+            request(RequestCode.GET_MAX_OFFSET, {"topic": "TSend", "queueId": str(i % 4)})
+            for i in range(messages)
+        ]
+        await measure(f"GET_MAX_OFFSET, {per_read} per read", queries, 1)
+        pulls = [
+            request(
+                RequestCode.PULL_MESSAGE,
+                {
+                    "consumerGroup": "TGroup",
+                    "topic": "TSend",
+                    "queueId": str(i % 4),
+                    "queueOffset": str(32 * (i // 4) % max(32, messages * rounds // 4 - 32)),
+                    "maxMsgNums": "32",
+                    "sysFlag": "0",
+                    "commitOffset": "0",
+                    "suspendTimeoutMillis": "0",
+                },
+            )
+            for i in range(max(4, messages // 32))
+        ]
+        await measure(f"pull 32, {per_read} per read", pulls, 32)
+        await broker.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--messages", type=int, default=4096)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--per-read", type=int, default=64)
+    parser.add_argument("--src", default=str(ROOT / "src"), help="the txmq sources to measure")
+    args = parser.parse_args()
+    sys.path.insert(0, args.src)
+    sys.path.insert(0, str(ROOT))
+    import uvloop
+
+    uvloop.install()
+    asyncio.run(run(args.messages, args.rounds, args.per_read))
+
+
+if __name__ == "__main__":
+    main()
