@@ -18,6 +18,10 @@ class Perm(enum.IntFlag):
     READ_WRITE = 6
 
 
+_READ = int(Perm.READ)
+_WRITE = int(Perm.WRITE)
+
+
 @dataclass(frozen=True, slots=True)
 class TopicConfig:
     name: str
@@ -26,13 +30,14 @@ class TopicConfig:
     perm: int = Perm.READ_WRITE
     system: bool = False
 
+    # Checked on every request: plain int arithmetic, not IntFlag's Python-level ``__and__``.
     @property
     def readable(self) -> bool:
-        return bool(self.perm & Perm.READ)
+        return bool(int(self.perm) & _READ)
 
     @property
     def writable(self) -> bool:
-        return bool(self.perm & Perm.WRITE)
+        return bool(int(self.perm) & _WRITE)
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
