@@ -58,7 +58,7 @@ from txmq.storage.api import (
 )
 from txmq.storage.checkpoint import Checkpoint, pin_layout, save_checkpoint
 from txmq.storage.commitlog import CommitLog
-from txmq.storage.consume_queue import ConsumeQueueSet
+from txmq.storage.consume_queue import ConsumeQueue, ConsumeQueueSet
 from txmq.storage.dispatch import Dispatcher
 from txmq.storage.flush import DONE, GroupCommit
 from txmq.storage.fs import FileSystem, OsFileSystem
@@ -327,15 +327,10 @@ class MessageStore:
 
     def read_queue(self, topic: str, queue_id: int, queue_offset: int, max_count: int,
                    max_bytes: int = limits.pull_bytes_max) -> QueueRead:  # fmt: skip
-        _check_queue_args(queue_id, queue_offset, max_count)
-        queue = self._queues.get(topic, queue_id)
+        queue, miss = self._locate(topic, queue_id, queue_offset, max_count)
         if queue is None:
-            return QueueRead(ReadStatus.NO_QUEUE, [], 0, 0, 0)
+            return QueueRead(*miss)
         low, high = queue.min_offset, queue.max_offset
-        status = _position_status(queue_offset, low, high)
-        if status is not None:
-            next_offset = low if status is ReadStatus.OFFSET_TOO_SMALL else high
-            return QueueRead(status, [], next_offset, low, high)
         locations: list[tuple[int, int]] = []
         total = 0
         for unit in queue.units(queue_offset, min(max_count, limits.pull_batch_max)):
@@ -354,15 +349,10 @@ class MessageStore:
         Same units, same byte budget, same next offset. With ``tags_codes``, units whose tags code is
         not in it are passed over without reading their records (hash collisions still come back:
         the caller checks the tag itself)."""
-        _check_queue_args(queue_id, queue_offset, max_count)
-        queue = self._queues.get(topic, queue_id)
+        queue, miss = self._locate(topic, queue_id, queue_offset, max_count)
         if queue is None:
-            return RawQueueRead(ReadStatus.NO_QUEUE, [], 0, 0, 0)
+            return RawQueueRead(*miss)
         low, high = queue.min_offset, queue.max_offset
-        status = _position_status(queue_offset, low, high)
-        if status is not None:
-            next_offset = low if status is ReadStatus.OFFSET_TOO_SMALL else high
-            return RawQueueRead(status, [], next_offset, low, high)
         locations: list[tuple[int, int]] = []
         total = counted = 0
         for physical_offset, size, tags_code in queue.raw_units(
@@ -376,6 +366,22 @@ class MessageStore:
                 locations.append((physical_offset, size))
         records = self._log.read_many_raw(locations, self._visible_limit()) if locations else []
         return RawQueueRead(ReadStatus.FOUND, records, queue_offset + counted, low, high)
+
+    def _locate(
+        self, topic: str, queue_id: int, queue_offset: int, max_count: int
+    ) -> tuple[ConsumeQueue | None, tuple[ReadStatus, list[Any], int, int, int]]:
+        """The queue to read from ``queue_offset`` on, or None and the (status, no records, next offset,
+        min, max) a read answers when there is nothing to read there."""
+        _check_queue_args(queue_id, queue_offset, max_count)
+        queue = self._queues.get(topic, queue_id)
+        if queue is None:
+            return None, (ReadStatus.NO_QUEUE, [], 0, 0, 0)
+        low, high = queue.min_offset, queue.max_offset
+        status = _position_status(queue_offset, low, high)
+        if status is not None:
+            next_offset = low if status is ReadStatus.OFFSET_TOO_SMALL else high
+            return None, (status, [], next_offset, low, high)
+        return queue, (ReadStatus.FOUND, [], queue_offset, low, high)
 
     def queue_units(self, topic: str, queue_id: int, queue_offset: int, max_count: int) -> list[QueueUnit]:
         _check_queue_args(queue_id, queue_offset, max_count)
