@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
+from txmq.common.fastinit import slot_init
+
 if TYPE_CHECKING:
     from txmq.storage.codec import RawRecord
 
@@ -85,6 +87,7 @@ class AppendResult(NamedTuple):
     store_timestamp_ms: int
 
 
+@slot_init  # one is built per record read (receives, lookups, the check service)
 @dataclass(frozen=True, slots=True)
 class StoredRecord:
     """A record read back from the CommitLog (its CRC already verified)."""
