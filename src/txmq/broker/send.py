@@ -22,7 +22,15 @@ from txmq.broker.topics import TopicConfig, TopicRegistry
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.clock import Clock
-from txmq.common.message import LeanMessage, Message, MessageQueue, MessageType, SendResult, SysFlag
+from txmq.common.message import (
+    LeanMessage,
+    Message,
+    MessageQueue,
+    MessageType,
+    SendResult,
+    SysFlag,
+    check_content,
+)
 from txmq.storage.api import AppendResult, PutRequest, RecordFields, StoredRecord
 from txmq.storage.store import MessageStore
 
@@ -103,7 +111,7 @@ class SendService:
         """:meth:`prepare`, plus the properties the record was given (so the result needs no decode)."""
         message.validate()
         topic = self._topics.resolve(message.topic, for_write=True, message_type=message.message_type)
-        queue_id = self._choose_queue(message, topic, ctx.queue_id)
+        queue_id = self._queue_for(message.message_group, topic, ctx.queue_id)
         now = self._clock.now_ms()
         properties = self._properties(message, ctx)
         body = message.body if type(message.body) is bytes else bytes(message.body)
@@ -192,7 +200,7 @@ class SendService:
                 topic = self._lane_resolve(topic_name, message_type)
                 if batch:
                     resolved[message_type] = topic
-            queue_id = self._lane_queue(group, topic, ctx.queue_id)
+            queue_id = self._queue_for(group, topic, ctx.queue_id)
             now = self._clock.now_ms()
             properties = message.properties.copy()
             tags = message.tags
@@ -257,27 +265,7 @@ class SendService:
             names.validate_topic(topic)
             if len(self._lane_topics) < _LANE_TOPICS_MAX:
                 self._lane_topics.add(topic)
-        size = len(message.body)
-        if size == 0:
-            raise errors.MessageBodyEmpty("the message body is empty")
-        if size > limits.body_bytes_max:
-            raise errors.MessageTooLarge("message body", size, limits.body_bytes_max)
-        tags = message.tags
-        if tags is not None:
-            if not tags or tags.strip() != tags or "||" in tags:
-                raise errors.InvalidTag(f"tag {tags!r} is empty, padded or contains '||'")
-            if len(tags.encode()) > limits.tag_bytes_max:
-                raise errors.InvalidTag(f"tag is longer than {limits.tag_bytes_max} bytes")
-        keys = message.keys
-        if keys:
-            if len(keys) > limits.keys_count_max:
-                raise errors.InvalidKey(f"{len(keys)} keys, over the limit of {limits.keys_count_max}")
-            for key in keys:
-                if not key or " " in key or len(key.encode()) > limits.key_bytes_max:
-                    raise errors.InvalidKey(f"key {key[:64]!r} is empty, contains a space or is too long")
-        group = message.message_group
-        if group is not None and (not group or len(group.encode()) > limits.message_group_bytes_max):
-            raise errors.InvalidMessageGroup("the message group is empty or too long")
+        check_content(len(message.body), message.tags, message.keys, message.message_group)
 
     def _lane_resolve(self, name: str, message_type: MessageType) -> TopicConfig:
         """``TopicRegistry.resolve(name, for_write=True, message_type=...)``, remembered: a config
@@ -293,7 +281,8 @@ class SendService:
         self._lane_resolved[key] = config
         return config
 
-    def _lane_queue(self, group: str | None, topic: TopicConfig, explicit: int | None) -> int:
+    def _queue_for(self, group: str | None, topic: TopicConfig, explicit: int | None) -> int:
+        """The explicit queue if valid, the message group's queue (FIFO), else the next in round robin."""
         if explicit is not None and explicit >= 0:
             if explicit >= topic.queues:
                 raise errors.InvalidArgument(
@@ -305,18 +294,6 @@ class SendService:
         counter = self._round_robin.get(topic.name)
         if counter is None:
             counter = self._round_robin[topic.name] = itertools.count()
-        return next(counter) % topic.queues
-
-    def _choose_queue(self, message: Message, topic: TopicConfig, explicit: int | None) -> int:
-        if explicit is not None and explicit >= 0:
-            if explicit >= topic.queues:
-                raise errors.InvalidArgument(
-                    f"queue {explicit} does not exist: topic {topic.name} has {topic.queues} queues"
-                )
-            return explicit
-        if message.message_group is not None:
-            return fifo_queue_of(message.message_group, topic.queues)
-        counter = self._round_robin.setdefault(topic.name, itertools.count())
         return next(counter) % topic.queues
 
     def _properties(self, message: Message, ctx: SendContext) -> dict[str, str]:

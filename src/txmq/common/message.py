@@ -7,7 +7,7 @@ plus its queue position, delivery attempt and receipt handle). Both are frozen.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
@@ -63,6 +63,29 @@ class SysFlag(enum.IntFlag):
 TRANSACTION_MASK = 0xC
 
 
+def check_content(body_size: int, tags: str | None, keys: Sequence[str], message_group: str | None) -> None:
+    """The checks of a message's body size, tag, keys and message group (``Message.validate`` and the
+    broker's send lane share them); raises a specific ``InvalidArgument``."""
+    if body_size == 0:
+        raise errors.MessageBodyEmpty("the message body is empty")
+    if body_size > limits.body_bytes_max:
+        raise errors.MessageTooLarge("message body", body_size, limits.body_bytes_max)
+    if tags is not None:
+        if not tags or tags.strip() != tags or "||" in tags:
+            raise errors.InvalidTag(f"tag {tags!r} is empty, padded or contains '||'")
+        if len(tags.encode()) > limits.tag_bytes_max:
+            raise errors.InvalidTag(f"tag is longer than {limits.tag_bytes_max} bytes")
+    if len(keys) > limits.keys_count_max:
+        raise errors.InvalidKey(f"{len(keys)} keys, over the limit of {limits.keys_count_max}")
+    for key in keys:
+        if not key or " " in key or len(key.encode()) > limits.key_bytes_max:
+            raise errors.InvalidKey(f"key {key[:64]!r} is empty, contains a space or is too long")
+    if message_group is not None and (
+        not message_group or len(message_group.encode()) > limits.message_group_bytes_max
+    ):
+        raise errors.InvalidMessageGroup("the message group is empty or too long")
+
+
 @slot_init  # one is built per message of every send
 @dataclass(frozen=True, slots=True)
 class Message:
@@ -105,24 +128,7 @@ class Message:
         names.validate_topic(self.topic)
         if not isinstance(self.body, _BODY_TYPES):
             raise errors.InvalidArgument("the message body must be bytes")
-        if len(self.body) == 0:
-            raise errors.MessageBodyEmpty("the message body is empty")
-        if len(self.body) > limits.body_bytes_max:
-            raise errors.MessageTooLarge("message body", len(self.body), limits.body_bytes_max)
-        if self.tags is not None:
-            if not self.tags or self.tags.strip() != self.tags or "||" in self.tags:
-                raise errors.InvalidTag(f"tag {self.tags!r} is empty, padded or contains '||'")
-            if len(self.tags.encode()) > limits.tag_bytes_max:
-                raise errors.InvalidTag(f"tag is longer than {limits.tag_bytes_max} bytes")
-        if len(self.keys) > limits.keys_count_max:
-            raise errors.InvalidKey(f"{len(self.keys)} keys, over the limit of {limits.keys_count_max}")
-        for key in self.keys:
-            if not key or " " in key or len(key.encode()) > limits.key_bytes_max:
-                raise errors.InvalidKey(f"key {key[:64]!r} is empty, contains a space or is too long")
-        if self.message_group is not None and (
-            not self.message_group or len(self.message_group.encode()) > limits.message_group_bytes_max
-        ):
-            raise errors.InvalidMessageGroup("the message group is empty or too long")
+        check_content(len(self.body), self.tags, self.keys, self.message_group)
         delayed = self.delivery_timestamp_ms is not None or bool(self.delay_level)
         if self.message_group is not None and (delayed or self.transactional):
             raise errors.MessageTypeConflict(

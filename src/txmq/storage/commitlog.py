@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import errno
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from txmq.common.clock import Clock
@@ -288,57 +288,18 @@ class CommitLog:
             data = segment.handle.read_at(pos, size)
         return codec.decode(data, 0, offset=physical_offset)
 
-    def read_many(self, locations: Sequence[tuple[int, int]], limit: int) -> list[StoredRecord]:
-        """The verified records at ascending ``(offset, size)`` locations (a queue's units): one pread
-        per run of nearby records in one segment instead of one per record. Anything unexpected
-        (beyond ``limit``, a size that does not match) goes through :meth:`read`, so errors are its."""
-        records: list[StoredRecord] = []
+    def _runs(
+        self, locations: Sequence[tuple[int, int]], limit: int
+    ) -> Iterator[tuple[bytes | None, int, Sequence[tuple[int, int]]]]:
+        """Ascending ``(offset, size)`` locations split into runs of nearby records in one segment,
+        each read with one pread: ``(data, first offset, the run's locations)``. A location the log
+        cannot serve that way (outside it, beyond ``limit``) comes alone with ``data`` None."""
         i, count = 0, len(locations)
         while i < count:
             first, first_size = locations[i]
             segment = self.segments.locate(first) if 0 <= first < limit else None
             if segment is None:
-                records.append(self.read(first, limit))
-                i += 1
-                continue
-            end_of_segment = segment.base + self.segment_bytes
-            j, end = i + 1, first + first_size
-            while j < count:
-                offset, size = locations[j]
-                if (
-                    offset < end
-                    or offset + size > min(limit, end_of_segment)
-                    or offset + size - first > _SPAN_BYTES_MAX
-                ):
-                    break
-                end = offset + size
-                j += 1
-            data = segment.handle.read_at(first - segment.base, end - first)
-            for offset, size in locations[i:j]:
-                try:
-                    record = codec.decode(data, offset - first, offset=offset)
-                except CorruptRecord:
-                    record = self.read(offset, limit)  # raises the error a single read gives
-                if record.size != size:
-                    record = self.read(offset, limit)
-                records.append(record)
-            i = j
-        return records
-
-    def read_many_raw(self, locations: Sequence[tuple[int, int]], limit: int) -> list[codec.RawRecord]:
-        """Like :meth:`read_many`, but each verified record comes back as its raw fields
-        (:func:`codec.split_checked`: no dataclass, no text decoding, the body a view of the pread buffer).
-        The checks are the same (magic, the unit's size, CRC32C over header and body, the stored
-        physical offset, inner lengths); a record failing any goes through :meth:`read`, which raises
-        the error a single read gives or returns the record found there (then its fields are returned)."""
-        records: list[codec.RawRecord] = []
-        split = codec.split_checked
-        i, count = 0, len(locations)
-        while i < count:
-            first, first_size = locations[i]
-            segment = self.segments.locate(first) if 0 <= first < limit else None
-            if segment is None:
-                records.append(self._read_raw(first, limit))
+                yield None, first, locations[i : i + 1]
                 i += 1
                 continue
             bound = min(limit, segment.base + self.segment_bytes, first + _SPAN_BYTES_MAX)
@@ -349,12 +310,44 @@ class CommitLog:
                     break
                 end = offset + size
                 j += 1
-            data = segment.handle.read_at(first - segment.base, end - first)
+            yield segment.handle.read_at(first - segment.base, end - first), first, locations[i:j]
+            i = j
+
+    def read_many(self, locations: Sequence[tuple[int, int]], limit: int) -> list[StoredRecord]:
+        """The verified records at ascending ``(offset, size)`` locations (a queue's units): one pread
+        per run of nearby records in one segment instead of one per record. Anything unexpected
+        (beyond ``limit``, a size that does not match) goes through :meth:`read`, so errors are its."""
+        records: list[StoredRecord] = []
+        for data, first, run in self._runs(locations, limit):
+            if data is None:
+                records.append(self.read(first, limit))
+                continue
+            for offset, size in run:
+                try:
+                    record = codec.decode(data, offset - first, offset=offset)
+                except CorruptRecord:
+                    record = self.read(offset, limit)  # raises the error a single read gives
+                if record.size != size:
+                    record = self.read(offset, limit)
+                records.append(record)
+        return records
+
+    def read_many_raw(self, locations: Sequence[tuple[int, int]], limit: int) -> list[codec.RawRecord]:
+        """Like :meth:`read_many`, but each verified record comes back as its raw fields
+        (:func:`codec.split_checked`: no dataclass, no text decoding, the body a view of the pread buffer).
+        The checks are the same (magic, the unit's size, CRC32C over header and body, the stored
+        physical offset, inner lengths); a record failing any goes through :meth:`read`, which raises
+        the error a single read gives or returns the record found there (then its fields are returned)."""
+        records: list[codec.RawRecord] = []
+        split = codec.split_checked
+        for data, first, run in self._runs(locations, limit):
+            if data is None:
+                records.append(self._read_raw(first, limit))
+                continue
             view = memoryview(data)
-            for offset, size in locations[i:j]:
+            for offset, size in run:
                 fields = split(data, offset - first, view, offset, size)
                 records.append(self._read_raw(offset, limit) if fields is None else fields)
-            i = j
         return records
 
     def _read_raw(self, physical_offset: int, limit: int) -> codec.RawRecord:

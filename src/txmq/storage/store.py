@@ -499,46 +499,26 @@ _VALID_TOPICS_MAX = 100_000
 
 def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:
     """Reject bad input with a specific error before anything is written."""
-    if req.topic not in _VALID_TOPICS:
-        names.validate_topic(req.topic, allow_system=True)
-        if len(_VALID_TOPICS) < _VALID_TOPICS_MAX:
-            _VALID_TOPICS.add(req.topic)
-    if not 0 <= req.queue_id <= limits.queue_id_max:
-        raise InvalidArgument(f"queue id {req.queue_id} is outside [0, {limits.queue_id_max}]")
-    if len(req.body) > limits.body_bytes_max:
-        raise MessageTooLarge("message body", len(req.body), limits.body_bytes_max)
-    if len(req.properties) > limits.properties_bytes_max:
-        raise PropertiesTooLarge("properties", len(req.properties), limits.properties_bytes_max)
-    try:
-        req.properties.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidProperty(f"properties are not valid UTF-8: {exc}") from None
-    born_host = req.born_host.encode()
-    if len(born_host) > 255:
-        raise InvalidArgument(f"born_host is {len(born_host)} bytes, over 255")
-    if not (
-        -_I32 <= req.flag < _I32
-        and -_I32 <= req.sys_flag < _I32
-        and -_I32 <= req.reconsume_times < _I32
-        and -_I64 <= req.tags_code < _I64
-        and -_I64 <= req.born_timestamp_ms < _I64
-        and -_I64 <= req.prepared_transaction_offset < _I64
-    ):
-        raise InvalidArgument(f"an integer field of the request does not fit its on-disk width: {req!r:.300}")
+    _check_topic(req.topic)
     fields = codec.RecordFields(
         req.topic.encode(), req.queue_id, req.body, req.properties, req.tags_code, req.flag, req.sys_flag,
-        req.born_timestamp_ms, born_host, req.reconsume_times, req.prepared_transaction_offset,
+        req.born_timestamp_ms, req.born_host.encode(), req.reconsume_times, req.prepared_transaction_offset,
         req.index_keys,
     )  # fmt: skip
+    _check_fields(req.topic, fields)
     return req.topic, fields
 
 
-def _check_fields(topic: str, f: codec.RecordFields) -> None:
-    """:func:`_validate`'s checks on fields a writer built itself."""
+def _check_topic(topic: str) -> None:
     if topic not in _VALID_TOPICS:
         names.validate_topic(topic, allow_system=True)
         if len(_VALID_TOPICS) < _VALID_TOPICS_MAX:
             _VALID_TOPICS.add(topic)
+
+
+def _check_fields(topic: str, f: codec.RecordFields) -> None:
+    """The checks on a record's fields (built by :func:`_validate` or by a writer itself)."""
+    _check_topic(topic)
     if f.topic != topic.encode():
         raise InvalidArgument(f"record fields name topic {f.topic[:300]!r}, not {topic[:300]!r}")
     if not 0 <= f.queue_id <= limits.queue_id_max:
