@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from txmq._native import guard as _guard_native
+
 __version__ = "0.1.0"
+
+_guard_native()  # refuses stale mypyc-compiled modules; TXMQ_PURE=1 ignores compiled ones
 
 _LAZY_MODULE = "txmq.client"
 

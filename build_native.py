@@ -1,0 +1,145 @@
+"""The one list of txmq modules compiled with mypyc, and the build manifest that guards them.
+
+``setup.py`` compiles :data:`NATIVE_MODULES` (unless ``TXMQ_PURE=1``, no compiler, or mypyc fails:
+then txmq stays pure Python) and writes ``src/txmq/_native_build.txt``: for every compiled module
+its source's size, mtime and SHA-256. ``txmq._native`` reads it at ``import txmq`` and refuses to run
+a compiled module whose ``.py`` changed since the build (Python would import the stale ``.so``).
+
+``python build_native.py --check`` exits 0 when the in-place build is current (same module list,
+same sources, every ``.so`` present) and 1 otherwise; the Makefile rebuilds on 1.
+``python build_native.py --clean`` removes every compiled artefact from ``src/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+SRC = ROOT / "src"
+MANIFEST = SRC / "txmq" / "_native_build.txt"
+GROUP = "txmq_native"  # the shared library: src/txmq_native__mypyc.<abi>.so
+
+# Chosen by profile and A/B measurement (benchmarks/results/mypyc.md). Add a module only if mypyc
+# compiles it unchanged in behaviour and a benchmark shows the gain; exclude rather than contort.
+# Excluded: protocol.remoting.headers (its field table reads typing.get_type_hints, and mypyc erases
+# `str | None` annotations of compiled dataclasses to `type`).
+NATIVE_MODULES: list[str] = [
+    "txmq.protocol.remoting.frame",
+    "txmq.protocol.remoting.command",
+    "txmq.protocol.remoting.connection",
+    "txmq.protocol.remoting.message_codec",
+    "txmq.storage.codec",
+    "txmq.storage.commitlog",
+    "txmq.storage.consume_queue",
+    "txmq.storage.index",
+    "txmq.storage.dispatch",
+    "txmq.storage.flush",
+    "txmq.storage.store",
+    "txmq.broker.send",
+    "txmq.broker.records",
+    "txmq.broker.pop",
+    "txmq.server.remoting.convert",
+    "txmq.server.remoting.producer",
+    "txmq.server.remoting.consumer",
+    "txmq.server.remoting.dispatch",
+    "txmq.server.remoting.context",
+    "txmq.server.remoting_transport",
+    "txmq.client._remoting_channel",
+    "txmq.client._remoting_convert",
+    "txmq.common.message",
+    "txmq.common.properties",
+    "txmq.common.msgid",
+    "txmq.spark.rows",
+]
+
+
+def source_path(module: str) -> Path:
+    return SRC.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def manifest_for(modules: list[str]) -> str:
+    """The manifest text: one line per module, tab-separated (read by ``txmq._native.entries``)."""
+    lines = ["# module\tpath\tsize\tmtime_ns\tsha256 (written by setup.py; see build_native.py)"]
+    for module in modules:
+        path = source_path(module)
+        st = path.stat()
+        rel = path.relative_to(SRC / "txmq").as_posix()
+        lines.append(f"{module}\t{rel}\t{st.st_size}\t{st.st_mtime_ns}\t{digest(path)}")
+    return "\n".join(lines) + "\n"
+
+
+def recorded_modules() -> dict[str, str]:
+    """module -> sha256 from the manifest of the in-place build; empty if there is none."""
+    try:
+        text = MANIFEST.read_text()
+    except OSError:
+        return {}
+    found = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            fields = line.split("\t")
+            found[fields[0]] = fields[4]
+    return found
+
+
+def artefacts() -> list[Path]:
+    """Every compiled file under src/ (extension modules of txmq and the shared library)."""
+    found = [p for p in (SRC / "txmq").rglob("*.so") if p.is_file()]
+    found += [p for p in (SRC / "txmq").rglob("*.pyd") if p.is_file()]
+    found += [p for p in SRC.glob(f"{GROUP}__mypyc*") if p.is_file()]
+    return found
+
+
+def clean() -> None:
+    for path in artefacts():
+        path.unlink()
+    MANIFEST.unlink(missing_ok=True)
+
+
+def is_current() -> tuple[bool, str]:
+    if os.environ.get("TXMQ_PURE") == "1":
+        return True, "TXMQ_PURE=1: pure Python wanted"
+    try:
+        first = MANIFEST.read_text().partition("\n")[0]
+    except OSError:
+        first = ""
+    if first.startswith("# pure:"):
+        return True, f"the last build fell back to pure Python ({first[8:]}); --clean to retry"
+    recorded = recorded_modules()
+    if not recorded:
+        return False, "no build manifest"
+    if sorted(recorded) != sorted(NATIVE_MODULES):
+        return False, "the module list changed"
+    for module, entry in recorded.items():
+        path = source_path(module)
+        if not path.exists() or digest(path) != entry:
+            return False, f"{module}: source changed since the build"
+        if not list(path.parent.glob(path.stem + ".*.so")):
+            return False, f"{module}: compiled file missing"
+    return True, "compiled modules are current"
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--check"]:
+        ok, why = is_current()
+        print(f"txmq native build: {why}")
+        return 0 if ok else 1
+    if argv == ["--clean"]:
+        clean()
+        return 0
+    if argv == ["--list"]:
+        print("\n".join(NATIVE_MODULES))
+        return 0
+    print("usage: build_native.py --check | --clean | --list", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
