@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
+from txmq import native
 from txmq.storage.api import FlushMode, PutRequest, StoreConfig
 from txmq.storage.store import MessageStore
 
@@ -109,6 +110,7 @@ def main() -> None:
     parser.add_argument("--appenders", type=int, default=256, help="concurrent appending coroutines")
     parser.add_argument("--dir", default=None, help="directory on the disk to test (default: a temp dir)")
     args = parser.parse_args()
+    print(native.summary(), flush=True)
     try:  # the broker runs its store on uvloop
         import uvloop
 

@@ -4,6 +4,7 @@ nothing acknowledged lost, nothing half-written."""
 from __future__ import annotations
 
 import errno
+import math
 
 import pytest
 
@@ -55,9 +56,15 @@ async def test_disk_full_fails_the_write_cleanly_and_the_store_resumes() -> None
     assert _bodies(reopened) == [_req(i).body for i in (0, 1, 2, 3, 4, 8)]
 
 
-async def test_failed_fsync_fences_the_store_and_never_acknowledges() -> None:
+# The started store fsyncs on the loop's thread while fsyncs are fast, else in a worker thread.
+SYNC_PATHS = pytest.mark.parametrize("inline_sync_us_max", [math.inf, -1.0], ids=["inline", "thread"])
+
+
+@SYNC_PATHS
+async def test_failed_fsync_fences_the_store_and_never_acknowledges(inline_sync_us_max: float) -> None:
     fs = FaultyFileSystem()
     store = MessageStore.open(_config(), fs=fs, clock=FakeClock())
+    store.inline_sync_us_max = inline_sync_us_max
     await store.start()
     acked = [await store.put(_req(i)) for i in range(3)]
     fs.fail_next_sync(errno.EIO)
@@ -104,6 +111,28 @@ async def test_concurrent_waiters_all_fail_when_their_fsync_fails() -> None:
     for durable in pending:
         with pytest.raises(StoreFenced):
             await durable
+    await store.close()
+
+
+@SYNC_PATHS
+async def test_a_failed_group_fsync_fails_every_waiter_of_the_started_store(
+    inline_sync_us_max: float,
+) -> None:
+    fs = FaultyFileSystem()
+    store = MessageStore.open(_config(), fs=fs, clock=FakeClock())
+    store.inline_sync_us_max = inline_sync_us_max
+    await store.start()
+    await store.put(_req(0))
+    syncs = fs.syncs
+    fs.fail_next_sync()
+    pending = [store.put_nowait(_req(i))[1] for i in range(1, 11)]  # one group, one fsync
+    for durable in pending:
+        with pytest.raises(StoreFenced, match="fsync failed"):
+            await durable
+    assert fs.syncs == syncs + 1, "one fsync for the group, never retried"
+    assert store.max_offset("T", 0) == 1, "nothing of the failed group became visible"
+    with pytest.raises(StoreFenced):
+        store.put_nowait(_req(11))
     await store.close()
 
 

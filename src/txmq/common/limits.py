@@ -59,12 +59,27 @@ segment_bytes_min: Final = 4 * KiB
 index_entries_per_file: Final = 65_536  # key index file; only the newest (unsealed) one is held in a dict
 consume_queue_unit_bytes: Final = 20
 consume_queue_units_per_file_default: Final = 300_000
+# SYNC group commit: fsync on the event loop's thread while the average fsync is at most this (a thread
+# hop costs two GIL hand-offs, up to a 5 ms switch interval each while the loop is busy), else in a thread.
+flush_inline_sync_us_max: Final = 1_000.0
+flush_inline_shared_sync_us_max: Final = 300.0  # ... for a group of several appends (several producers)
+# ... and only while the loop's thread used at most this share of the wall time since the last group
+# completed (gRPC with many calls in flight keeps it busy, ~1.0: an inline fsync there halved the rate; one
+# remoting producer ~0.5-0.73)
+flush_inline_busy_max: Final = 0.75
+flush_sync_ema_weight: Final = 0.25  # weight of the newest fsync in the moving average
+flush_defer_group_appends_min: Final = 2  # a group after one of this many appends waits for more:
+flush_defer_turns: Final = 2  # this many loop turns (4 producers: 1.9 -> 3.8 appends per fsync)
 
 # Transactions
 transaction_timeout_ms_default: Final = 6_000
 transaction_check_interval_ms_default: Final = 30_000
 transaction_check_max_default: Final = 15
 transaction_check_batch_max: Final = 1_000  # half messages examined per check round
+# half messages kept in memory from their send until their END_TRANSACTION (so the decision needs no
+# log read); the oldest is forgotten beyond this (it is read from the log then)
+transaction_half_cache_max: Final = 4_096
+transaction_half_cache_bytes_max: Final = 64 * MiB  # their bodies and properties together
 
 # Spark sink (txmq.spark.sink)
 spark_sink_sends_in_flight: Final = 256  # half messages one executor task has on the wire at once

@@ -28,8 +28,10 @@ written and readers skip to the next segment.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from itertools import accumulate, chain, repeat
+from typing import Any, Final
 
 import crc32c
 
@@ -110,6 +112,84 @@ def encode_into(
     buf[p : p + len(body)] = body
     _U32.pack_into(buf, pos + 8, crc32c.crc32c(memoryview(buf)[pos + 12 : pos + size]))
     return size
+
+
+Columns = tuple[tuple[Any, ...], ...]
+"""A batch of :class:`RecordFields` as columns (``columns(records)[i]``: field ``i`` of every record)."""
+
+
+def columns(records: Sequence[RecordFields]) -> Columns:
+    """The records' fields as columns: one transpose in C, then every per-record step is a ``map``."""
+    return tuple(zip(*records, strict=True))
+
+
+def batch_sizes(cols: Columns, store_host: bytes) -> list[int]:
+    """:func:`encoded_size` of every record of ``cols``."""
+    topics, born_hosts = cols[0], cols[8]
+    properties_sizes, body_sizes = map(len, cols[3]), map(len, cols[2])
+    if _uniform(topics) and _uniform(born_hosts):
+        fixed = RECORD_BYTES_MIN + len(topics[0]) + len(born_hosts[0]) + len(store_host)
+        return list(map(fixed.__add__, map(int.__add__, properties_sizes, body_sizes)))
+    names_sizes = map(len, map(_names_part, topics, born_hosts, repeat(store_host)))
+    return [
+        HEADER_BYTES + 6 + n + p + b
+        for n, p, b in zip(names_sizes, properties_sizes, body_sizes, strict=True)
+    ]
+
+
+def _uniform(column: tuple[Any, ...]) -> bool:
+    first = column[0]
+    return column.count(first) == len(column)
+
+
+_RECORD_FORMAT = "IIIiiqqiqqqiq{}sH{}sI{}s"  # one record: the header and the five length-prefixed parts
+_format_record = _RECORD_FORMAT.format
+
+
+def encode_batch_into(
+    buf: bytearray,
+    pos: int,
+    physical_offset: int,
+    cols: Columns,
+    sizes: Sequence[int],
+    *,
+    store_host: bytes,
+    queue_offsets: Iterable[int],
+    store_timestamp_ms: int,
+) -> list[int]:
+    """Encode every record of ``cols`` (sizes ``sizes``, from :func:`batch_sizes`) back to back at
+    ``buf[pos:]``, the first at log offset ``physical_offset``; returns each record's log offset.
+
+    The same bytes as :func:`encode_into` record by record, laid out by one struct pack for the whole
+    batch (the per-record fields gathered column-wise by ``zip``), then one CRC32C call per record."""
+    (topics, queue_ids, bodies, properties, tags_codes, flags, sys_flags, born_ms, born_hosts,
+     reconsume_times, prepared_offsets, _) = cols  # fmt: skip
+    count = len(sizes)
+    ends = list(accumulate(sizes, initial=physical_offset))
+    offsets = ends[:count]
+    properties_sizes, body_sizes = list(map(len, properties)), list(map(len, bodies))
+    if _uniform(topics) and _uniform(born_hosts):
+        names = _names_part(topics[0], born_hosts[0], store_host)
+        names_col: Iterable[bytes] = repeat(names, count)
+        names_sizes: Iterable[int] = repeat(len(names), count)
+    else:
+        names_list = list(map(_names_part, topics, born_hosts, repeat(store_host)))
+        names_col, names_sizes = names_list, map(len, names_list)
+    layout = ">" + "".join(map(_format_record, names_sizes, properties_sizes, body_sizes))
+    struct.pack_into(
+        layout, buf, pos,
+        *chain.from_iterable(zip(
+            repeat(MAGIC), sizes, repeat(0), queue_ids, flags, queue_offsets, offsets, sys_flags, born_ms,
+            repeat(store_timestamp_ms), tags_codes, reconsume_times, prepared_offsets, names_col,
+            properties_sizes, properties, body_sizes, bodies,
+        )),
+    )  # fmt: skip
+    shift = pos - physical_offset  # a record's position in ``buf`` is its log offset + shift
+    pack_crc = _U32.pack_into
+    with memoryview(buf) as view:
+        for start, end in zip(offsets, ends[1:], strict=True):
+            pack_crc(buf, start + shift + 8, _crc32c(view[start + shift + 12 : end + shift]))
+    return offsets
 
 
 def encode(fields: RecordFields, *, store_host: bytes, queue_offset: int, physical_offset: int,
@@ -249,6 +329,35 @@ def names_of(names: bytes) -> tuple[bytes, bytes, bytes]:
     born_end = end + 1 + names[end]
     born_host = names[end + 1 : born_end]
     return topic, born_host, names[born_end + 1 : born_end + 1 + names[born_end]]
+
+
+# names part -> (topic, born host, store host) as text: a log holds few distinct ones (bounded)
+_names_text: dict[bytes, tuple[str, str, str]] = {}
+_NAMES_TEXT_MAX = 4096
+
+
+def stored_record(raw: RawRecord) -> StoredRecord:
+    """The :class:`StoredRecord` :func:`decode` gives for the record ``raw`` holds the fields of (as
+    :func:`split_checked` / :func:`split` return them: already checked), without decoding it again;
+    the names part's text is cached. Raises CorruptRecord, as :func:`decode` does, when the topic or
+    a host is not UTF-8."""
+    (size, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts, store_ts, tags_code,
+     reconsume, prepared, names, properties, body) = raw  # fmt: skip
+    text = _names_text.get(names)
+    if text is None:
+        topic, born_host, store_host = names_of(names)
+        try:
+            text = (str(topic, "utf-8"), str(born_host, "utf-8"), str(store_host, "utf-8"))
+        except UnicodeDecodeError:
+            raise CorruptRecord(
+                f"topic or host is not UTF-8 at offset {physical_offset}", offset=physical_offset
+            ) from None
+        if len(_names_text) < _NAMES_TEXT_MAX:
+            _names_text[bytes(names)] = text
+    return StoredRecord(
+        physical_offset, size, text[0], queue_id, queue_offset, bytes(body), bytes(properties), tags_code,
+        flag, sys_flag, born_ts, text[1], store_ts, text[2], reconsume, prepared,
+    )  # fmt: skip
 
 
 def split(buf: bytes, pos: int = 0) -> RawRecord:

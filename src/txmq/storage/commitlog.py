@@ -18,11 +18,11 @@ from __future__ import annotations
 import errno
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from itertools import repeat
 from typing import NamedTuple
 
 from txmq.common.clock import Clock
 from txmq.common.errors import (
-    CorruptRecord,
     DiskFull,
     InvalidOffset,
     MessageTooLarge,
@@ -52,6 +52,43 @@ class DispatchEntry(NamedTuple):
     index_keys: tuple[str, ...] | None = None  # known keys (PutRequest.index_keys), else keys_fn's
 
 
+class BatchEntry(NamedTuple):
+    """What the dispatcher needs of an appended batch, as columns (one entry for the whole batch):
+    ``physical_offset`` and ``size`` span every record of it, so it is dispatched whole."""
+
+    physical_offset: int  # the first record's
+    size: int  # every record's bytes
+    topics: Sequence[str]
+    queue_ids: Sequence[int]
+    queue_offsets: Sequence[int]
+    offsets: Sequence[int]  # each record's physical offset
+    sizes: Sequence[int]
+    tags_codes: Sequence[int]
+    store_ms: int
+    properties: Sequence[bytes]
+    index_keys: Sequence[tuple[str, ...] | None]
+    one_queue: bool  # every record goes to the same (topic, queue id): queue offsets are a range
+
+
+class BatchAppend(NamedTuple):
+    """Where a batch landed, as columns (no object per record)."""
+
+    physical_offsets: Sequence[int]
+    sizes: Sequence[int]
+    queue_offsets: Sequence[int]
+    store_timestamp_ms: int
+
+    def results(self) -> list[AppendResult]:
+        """One :class:`AppendResult` per record (built by ``tuple.__new__``: no Python call each)."""
+        return list(
+            map(_new_tuple, repeat(AppendResult),
+                zip(self.physical_offsets, self.sizes, self.queue_offsets, repeat(self.store_timestamp_ms)))
+        )  # fmt: skip
+
+
+_new_tuple = tuple.__new__
+
+
 class CommitLog:
     def __init__(self, segments: SegmentList, clock: Clock, store_host: bytes) -> None:
         self.segments = segments
@@ -60,7 +97,7 @@ class CommitLog:
         self.segment_bytes = segments.segment_bytes
         self.write_offset = 0  # next physical offset to append (buffered bytes included)
         self.queue_next: dict[tuple[str, int], int] = {}
-        self.pending: deque[DispatchEntry] = deque()  # appended, not yet dispatched
+        self.pending: deque[DispatchEntry | BatchEntry] = deque()  # appended, not yet dispatched
         self.dirty: dict[int, Segment] = {}  # segments with writes no fsync covered yet, by base
         self.fence_reason: str | None = None
         self._buf = bytearray(256 * 1024)  # the group buffer: bytes [written_offset, write_offset)
@@ -93,11 +130,26 @@ class CommitLog:
     # -- append
     def append(self, batch: Sequence[tuple[str, codec.RecordFields]]) -> list[AppendResult]:
         """Append records atomically; returns their offsets. Raises StoreFenced / DiskFull."""
-        self.check_writable()
         invariant(len(batch) > 0, "append needs at least one record")
-        sizes = [
-            codec.encoded_size(f.topic, f.born_host, self.store_host, f.properties, f.body) for _, f in batch
-        ]
+        topics = [topic for topic, _ in batch]
+        return self.append_records(topics, [fields for _, fields in batch]).results()
+
+    def append_records(
+        self, topics: str | Sequence[str], records: Sequence[codec.RecordFields], columns: codec.Columns = ()
+    ) -> BatchAppend:
+        """Append records atomically, each under its topic (``topics``: one name for all, or one per
+        record); returns where they landed as columns (:class:`BatchAppend`). Raises StoreFenced /
+        DiskFull / MessageTooLarge.
+
+        The batch is laid out in one pass (:func:`codec.encode_batch_into`: one struct pack for every
+        record, one CRC32C call per record) into the group buffer, and queued for dispatch as one
+        :class:`BatchEntry`; the bytes are those :func:`codec.encode_into` writes record by record.
+        ``columns``: ``codec.columns(records)``, when the caller has them already."""
+        self.check_writable()
+        count = len(records)
+        invariant(count > 0, "append needs at least one record")
+        columns = columns or codec.columns(records)  # the caller may have them already
+        sizes = codec.batch_sizes(columns, self.store_host)
         total = sum(sizes)
         limit = self.segment_bytes - codec.BLANK_BYTES
         if total > limit:
@@ -106,33 +158,45 @@ class CommitLog:
         start = self.write_offset
         now_ms = self.clock.now_ms()
         self._ensure_room(total)
+        queue_ids = columns[1]
+        queue_next = self.queue_next
+        one_key = isinstance(topics, str) and min(queue_ids) == max(queue_ids)
         next_offsets: dict[tuple[str, int], int] = {}
-        results: list[AppendResult] = []
-        entries: list[DispatchEntry] = []
-        base = self._fill
-        pos = 0
-        for (topic, fields), size in zip(batch, sizes, strict=True):
-            key = (topic, fields.queue_id)
-            queue_offset = next_offsets.get(key, self.queue_next.get(key, 0))
-            next_offsets[key] = queue_offset + 1
-            codec.encode_into(self._buf, base + pos, fields, store_host=self.store_host,
-                              queue_offset=queue_offset, physical_offset=start + pos,
-                              store_timestamp_ms=now_ms)  # fmt: skip
-            results.append(AppendResult(start + pos, size, queue_offset, now_ms))
-            entries.append(DispatchEntry(start + pos, size, topic, fields.queue_id, queue_offset,
-                                         fields.tags_code, now_ms, fields.properties,
-                                         fields.index_keys))  # fmt: skip
-            pos += size
+        if one_key:
+            assert isinstance(topics, str)
+            key = (topics, queue_ids[0])
+            first = queue_next.get(key, 0)
+            queue_offsets: Sequence[int] = range(first, first + count)
+            next_offsets[key] = first + count
+            topic_column: Sequence[str] = [topics] * count
+        else:
+            topic_column = [topics] * count if isinstance(topics, str) else list(topics)
+            invariant(len(topic_column) == count, "one topic per record")
+            offsets_list: list[int] = []
+            for key in zip(topic_column, queue_ids, strict=True):
+                queue_offset = next_offsets.get(key)
+                if queue_offset is None:
+                    queue_offset = queue_next.get(key, 0)
+                offsets_list.append(queue_offset)
+                next_offsets[key] = queue_offset + 1
+            queue_offsets = offsets_list
+        physical = codec.encode_batch_into(
+            self._buf, self._fill, start, columns, sizes, store_host=self.store_host,
+            queue_offsets=queue_offsets, store_timestamp_ms=now_ms,
+        )  # fmt: skip
+        # the batch is encoded: only now take its queue offsets (an encoding error leaves no gap)
         group_base = self._group_queue_base
         for key in next_offsets:
             if key not in group_base:
-                group_base[key] = self.queue_next.get(key, 0)
-        self._fill = base + total
+                group_base[key] = queue_next.get(key, 0)
+        queue_next.update(next_offsets)
+        self._fill += total
         self.write_offset = start + total
-        self.queue_next.update(next_offsets)
-        self.pending.extend(entries)
+        entry = BatchEntry(start, total, topic_column, queue_ids, queue_offsets, physical, sizes, columns[4],
+                           now_ms, columns[3], columns[11], one_key)  # fmt: skip
+        self.pending.append(entry)
         segment.last_store_ms = now_ms
-        return results
+        return BatchAppend(physical, sizes, queue_offsets, now_ms)
 
     def append_one(self, topic: str, fields: codec.RecordFields) -> AppendResult:
         """The single-record path of :meth:`append`, kept lean: it is the broker's hot path."""
@@ -313,31 +377,14 @@ class CommitLog:
             yield segment.handle.read_at(first - segment.base, end - first), first, locations[i:j]
             i = j
 
-    def read_many(self, locations: Sequence[tuple[int, int]], limit: int) -> list[StoredRecord]:
-        """The verified records at ascending ``(offset, size)`` locations (a queue's units): one pread
-        per run of nearby records in one segment instead of one per record. Anything unexpected
-        (beyond ``limit``, a size that does not match) goes through :meth:`read`, so errors are its."""
-        records: list[StoredRecord] = []
-        for data, first, run in self._runs(locations, limit):
-            if data is None:
-                records.append(self.read(first, limit))
-                continue
-            for offset, size in run:
-                try:
-                    record = codec.decode(data, offset - first, offset=offset)
-                except CorruptRecord:
-                    record = self.read(offset, limit)  # raises the error a single read gives
-                if record.size != size:
-                    record = self.read(offset, limit)
-                records.append(record)
-        return records
-
     def read_many_raw(self, locations: Sequence[tuple[int, int]], limit: int) -> list[codec.RawRecord]:
-        """Like :meth:`read_many`, but each verified record comes back as its raw fields
-        (:func:`codec.split_checked`: no dataclass, no text decoding, the body a view of the pread buffer).
-        The checks are the same (magic, the unit's size, CRC32C over header and body, the stored
-        physical offset, inner lengths); a record failing any goes through :meth:`read`, which raises
-        the error a single read gives or returns the record found there (then its fields are returned)."""
+        """The verified records at ascending ``(offset, size)`` locations (a queue's units), one pread
+        per run of nearby records in one segment instead of one per record, each as its raw fields
+        (:func:`codec.split_checked`: no dataclass, no text decoding, the body a view of the pread buffer;
+        ``codec.stored_record`` makes the StoredRecord of one). The checks are those of :meth:`read`
+        (magic, the unit's size, CRC32C over header and body, the stored physical offset, inner
+        lengths); a record failing any goes through :meth:`read`, which raises the error a single read
+        gives or returns the record found there (then its fields are returned)."""
         records: list[codec.RawRecord] = []
         split = codec.split_checked
         for data, first, run in self._runs(locations, limit):

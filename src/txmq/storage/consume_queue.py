@@ -14,10 +14,12 @@ offset is not beyond the last one is skipped), so recovery may replay the log ov
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from txmq.common.errors import CorruptRecord
 from txmq.common.invariant import invariant
@@ -28,6 +30,12 @@ from txmq.storage.segment import parse_segment_name, segment_name
 UNIT = struct.Struct(">qiq")
 UNIT_BYTES = UNIT.size
 assert UNIT_BYTES == 20
+
+
+@functools.lru_cache(maxsize=64)
+def _units(count: int) -> struct.Struct:
+    """``count`` units packed by one call (a batch's)."""
+    return struct.Struct(">" + "qiq" * count)
 
 
 @dataclass(slots=True)
@@ -169,6 +177,26 @@ class ConsumeQueue:
             self._new_file(queue_offset)
         self._pending += UNIT.pack(physical_offset, size, tags_code)
         self.max_physical_offset = physical_offset
+        return True
+
+    def put_run(
+        self, queue_offset: int, offsets: Sequence[int], sizes: Sequence[int], tags_codes: Sequence[int]
+    ) -> bool:
+        """:meth:`put` for consecutive queue offsets from ``queue_offset`` (a batch's records in one
+        queue, ascending log offsets): one pack for every unit. False if none was new."""
+        if offsets[0] <= self.max_physical_offset:  # a replay reaching into what is there: unit by unit
+            added = False
+            for i, (offset, size, tags_code) in enumerate(zip(offsets, sizes, tags_codes, strict=True)):
+                added = self.put(queue_offset + i, offset, size, tags_code) or added
+            return added
+        if not self.put(queue_offset, offsets[0], sizes[0], tags_codes[0]):
+            return False  # pragma: no cover - the offset check above already holds
+        count = len(offsets)
+        if count > 1:
+            self._pending += _units(count - 1).pack(
+                *chain.from_iterable(zip(offsets[1:], sizes[1:], tags_codes[1:], strict=True))
+            )
+            self.max_physical_offset = offsets[-1]
         return True
 
     def _new_file(self, base: int) -> None:

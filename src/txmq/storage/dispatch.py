@@ -10,7 +10,7 @@ import logging
 
 from txmq.common.errors import StoreFenced
 from txmq.storage.api import ArrivalListener
-from txmq.storage.commitlog import CommitLog
+from txmq.storage.commitlog import BatchEntry, CommitLog
 from txmq.storage.consume_queue import ConsumeQueue, ConsumeQueueSet
 from txmq.storage.index import KeyIndex
 
@@ -35,6 +35,9 @@ class Dispatcher:
         try:
             while pending and pending[0].physical_offset + pending[0].size <= limit:
                 entry = pending.popleft()
+                if isinstance(entry, BatchEntry):
+                    count += self._dispatch_batch(entry, touched)
+                    continue
                 key = (entry.topic, entry.queue_id)
                 queue = touched.get(key) or self.queues.get_or_create(entry.topic, entry.queue_id)
                 if queue.put(entry.queue_offset, entry.physical_offset, entry.size, entry.tags_code):
@@ -63,6 +66,24 @@ class Dispatcher:
                 except Exception:  # noqa: BLE001 - a listener's bug must not stop dispatching
                     _LOG.exception("arrival listener %r failed for %s/%d", listener, topic, queue_id)
         return count
+
+    def _dispatch_batch(self, entry: BatchEntry, touched: dict[tuple[str, int], ConsumeQueue]) -> int:
+        """A batch's units (one pack when it goes to one queue) and index entries; returns records."""
+        if entry.one_queue:
+            key = (entry.topics[0], entry.queue_ids[0])
+            queue = touched.get(key) or self.queues.get_or_create(*key)
+            if queue.put_run(entry.queue_offsets[0], entry.offsets, entry.sizes, entry.tags_codes):
+                touched[key] = queue
+        else:
+            keys = zip(entry.topics, entry.queue_ids, strict=True)
+            for key, queue_offset, offset, size, tags_code in zip(
+                keys, entry.queue_offsets, entry.offsets, entry.sizes, entry.tags_codes, strict=True
+            ):
+                queue = touched.get(key) or self.queues.get_or_create(*key)
+                if queue.put(queue_offset, offset, size, tags_code):
+                    touched[key] = queue
+        self.index.add_batch(entry.topics, entry.properties, entry.offsets, entry.store_ms, entry.index_keys)
+        return len(entry.offsets)
 
     @staticmethod
     def _abandon(touched: dict[tuple[str, int], ConsumeQueue]) -> None:

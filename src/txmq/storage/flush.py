@@ -1,9 +1,17 @@
 """Group commit: one write and one fdatasync cover every append buffered before the flush started.
 
 Appends in SYNC mode register a future resolved once ``flushed_offset`` reaches their end offset.
-One flusher task writes the CommitLog's buffered group (one ``write``), takes the dirty segments,
-fsyncs them in a worker thread (so the event loop keeps accepting appends, which form the next
-group), then resolves every covered waiter. A failed fsync fences the store: the waiters and every
+The first append of a group schedules one flush step (``call_soon``: appends of the same loop turn
+join the group; after a group of several appenders it waits ``limits.flush_defer_turns`` more turns,
+so the other producers' next appends join too). The step writes the CommitLog's buffered group (one
+``write``), takes the dirty segments and fsyncs them, then dispatches and resolves every covered
+waiter. While the disk is fast (a moving average of fsync time at most
+``limits.flush_inline_sync_us_max``, or ``flush_inline_shared_sync_us_max`` for a group of several
+appends, whose producers' next requests a blocked loop would not read meanwhile) the fsync runs on
+the loop's thread: a worker thread would need the GIL back twice per fsync (to start, and to
+report), which a busy loop hands over only at the 5 ms switch interval. On a slower disk the fsync
+runs in the default executor so the loop keeps accepting appends meanwhile (they form the next
+group, flushed when this one completes). A failed fsync fences the store: the waiters and every
 later write fail with StoreFenced; fsync is never retried, because after a failed fsync the kernel
 may already have dropped the dirty pages. A write that fails with ENOSPC fails only its own group
 (rolled back by the CommitLog); the store keeps serving.
@@ -16,10 +24,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import logging
+import math
+import time
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any
 
+from txmq.common import limits
 from txmq.common.errors import DiskFull, StorageError, StoreFenced
 from txmq.common.invariant import invariant
 from txmq.storage.commitlog import CommitLog
@@ -36,20 +49,76 @@ class Done:
 
 
 DONE = Done()
+_LOG = logging.getLogger(__name__)
+_Group = list[asyncio.Future[None]]
+
+
+def _settle(group: _Group, exc: BaseException | None) -> None:
+    """Resolve (``exc`` None) or fail every waiter of a group still waiting."""
+    for future in group:
+        if not future.done():
+            if exc is None:
+                future.set_result(None)
+            else:
+                future.set_exception(exc)
+
+
+def sync_inline(group_appends: int, sync_ema_us: float, inline_sync_us_max: float, busy: float) -> bool:
+    """Whether a group's fsync runs on the event loop's thread: the disk has been fast lately, and
+    for a group of several appends (several producers) very fast, since the loop blocked in fsync
+    cannot read and append the next requests meanwhile; and the loop's thread was mostly idle since the
+    last group completed (``busy``: its CPU time over the wall time in between): a busy loop (gRPC's
+    per-call work with many calls in flight) would only stall, while a thread's fsync overlaps it.
+    ``inline_sync_us_max`` inf: always inline; < 0: never."""
+    if inline_sync_us_max == math.inf:
+        return True
+    if group_appends > 1:
+        inline_sync_us_max = min(inline_sync_us_max, limits.flush_inline_shared_sync_us_max)
+    return sync_ema_us <= inline_sync_us_max and busy <= limits.flush_inline_busy_max
+
+
+def flush_turns_to_wait(previous_group_appends: int) -> int:
+    """Loop turns a new group waits before its flush step runs: none after a lone append (a lone
+    producer would only wait), a few after a group of several appenders, whose next appends arrive
+    over the next turns (request read, handler task step) and then share the fsync."""
+    if previous_group_appends >= limits.flush_defer_group_appends_min:
+        return limits.flush_defer_turns
+    return 0
+
+
+def next_sync_ema_us(sync_ema_us: float, sample_us: float) -> float:
+    """The moving average of fsync time after one more fsync took ``sample_us``."""
+    return sync_ema_us + (sample_us - sync_ema_us) * limits.flush_sync_ema_weight
 
 
 class GroupCommit:
     """Appends share one future per group: the *open* group collects appends until the flusher
     takes it (fixing its target offset); a taken group resolves when its fsync returns."""
 
-    def __init__(self, log: CommitLog, flushed_offset: int, *, ack_on_write: bool = False) -> None:
+    def __init__(self, log: CommitLog, flushed_offset: int, *, ack_on_write: bool = False,
+                 timer_ns: Callable[[], int] = time.perf_counter_ns) -> None:  # fmt: skip
         self.log = log
         self.flushed_offset = flushed_offset
         self.flush_count = 0  # group commits completed (for benchmarks and metrics)
         self.ack_on_write = ack_on_write
-        self._taken: deque[tuple[int, asyncio.Future[None]]] = deque()  # (target offset, future)
-        self._open: asyncio.Future[None] | None = None  # appends still in the CommitLog's buffer
-        self.wake = asyncio.Event()
+        # A group is one future per waiter, never one shared: a waiter's task that is cancelled
+        # cancels the future it awaits, which must not fail the rest of its group.
+        self._taken: deque[tuple[int, _Group]] = deque()  # (target offset, waiters)
+        self._open: _Group | None = None  # appends still in the CommitLog's buffer
+        self.wake = asyncio.Event()  # set when a group opens and no loop flushes automatically
+        # SYNC mode, once start_auto ran: the loop that flushes, whether a flush step is scheduled or
+        # running (a later group waits for it), the fsync running in a thread, fsync time average.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._flushing = False
+        self.inflight: asyncio.Future[int] | None = None
+        self.sync_ema_us = 0.0
+        self._group_appends = 0  # waiters that joined the open group
+        self._last_group_appends = 0  # ... the previous group
+        self._turns_waited = 0  # loop turns the scheduled flush step has waited
+        self._completed_ns = 0  # when the last group completed: wall (timer_ns) ...
+        self._completed_cpu_ns = 0  # ... and the loop thread's CPU time
+        self.inline_sync_us_max: float = limits.flush_inline_sync_us_max  # < 0: always in a thread
+        self._timer_ns = timer_ns
         # Called with the new flushed offset before any waiter is resolved, so what an acknowledged
         # append wrote is already dispatched (visible to consumers) when its sender resumes.
         self.on_durable: Callable[[int], object] | None = None
@@ -65,18 +134,113 @@ class GroupCommit:
             return DONE
         if self.ack_on_write and end_offset <= self.log.written_offset:
             return DONE
-        for target, future in self._taken:
+        loop = self._loop or asyncio.get_running_loop()
+        for target, group in self._taken:
             if end_offset <= target:
+                future = loop.create_future()
+                group.append(future)
                 return future
         invariant(end_offset <= self.log.write_offset, "only appended records can become durable")
         if self._open is None:
-            loop = asyncio.get_running_loop()
-            self._open = loop.create_future()
+            self._open = []
             if self.ack_on_write:
                 loop.call_soon(self._write_soon)
-            else:
+            elif self._loop is None:
                 self.wake.set()
-        return self._open
+            elif not self._flushing:
+                self._flushing = True
+                self._loop.call_soon(self._flush_step)
+        self._group_appends += 1
+        future = loop.create_future()
+        self._open.append(future)
+        return future
+
+    # ------------------------------------------------------------------- SYNC mode, automatic flush
+    def start_auto(self, loop: asyncio.AbstractEventLoop) -> None:
+        """SYNC mode: flush every group on ``loop`` as it opens (no task; see the module doc)."""
+        self._loop = loop
+        self._flushing = False
+        if self._open is not None or self._taken:  # appended before the start: flush them now
+            self._flushing = True
+            loop.call_soon(self._flush_step)
+
+    def stop_auto(self) -> asyncio.Future[int] | None:
+        """Stop flushing automatically; returns the fsync still running in a thread, if any (the
+        caller awaits it before closing files, then flushes what is left itself)."""
+        self._loop = None
+        return self.inflight
+
+    def _flush_step(self) -> None:
+        """Write the open group and fsync it (inline or in a thread), then complete it."""
+        loop = self._loop
+        if loop is None:  # stopped: the closer flushes what is left
+            return
+        if self._turns_waited < flush_turns_to_wait(self._last_group_appends):
+            self._turns_waited += 1
+            loop.call_soon(self._flush_step)
+            return
+        self._turns_waited = 0
+        self._last_group_appends, self._group_appends = self._group_appends, 0
+        try:
+            self.log.check_writable()
+            target, segments, _ = self.take()  # a DiskFull already failed the waiters of its group
+            if not segments:
+                self._flushing = False
+                self.complete(max(target, self.flushed_offset))
+                return
+            wall = self._timer_ns() - self._completed_ns
+            busy = (time.thread_time_ns() - self._completed_cpu_ns) / wall if wall > 0 else 1.0
+            if not sync_inline(self._last_group_appends, self.sync_ema_us, self.inline_sync_us_max, busy):
+                self.inflight = loop.run_in_executor(None, self._timed_sync, segments)
+                self.inflight.add_done_callback(functools.partial(self._synced, target))
+                return
+            try:
+                sync_us = self._timed_sync(segments)
+            except OSError as exc:
+                self._flushing = False
+                self.fail(exc)
+                return
+            self._flushing = False
+            self.sync_ema_us = next_sync_ema_us(self.sync_ema_us, sync_us)
+            self.complete(target)
+        except Exception as exc:  # noqa: BLE001 - a loop callback: fence rather than strand waiters
+            self._flush_failed(exc)
+
+    def _timed_sync(self, segments: list[Segment]) -> int:
+        """fsync ``segments``; returns the microseconds it took."""
+        start = self._timer_ns()
+        self.sync_segments(segments)
+        return (self._timer_ns() - start) // 1000
+
+    def _synced(self, target: int, done: asyncio.Future[int]) -> None:
+        """The fsync in a thread returned: complete its group, then flush the next one if any."""
+        self.inflight = None
+        self._flushing = False
+        if self._loop is None:  # stopped while the fsync ran: the closer completes the groups
+            return
+        try:
+            exc = done.exception()
+            if isinstance(exc, OSError):
+                self.fail(exc)
+                return
+            if exc is not None:
+                raise exc
+            self.sync_ema_us = next_sync_ema_us(self.sync_ema_us, done.result())
+            self.complete(target)
+            if self._open is not None and not self._flushing:
+                self._flushing = True
+                self._loop.call_soon(self._flush_step)
+        except Exception as exc:  # noqa: BLE001 - a loop callback: fence rather than strand waiters
+            self._flush_failed(exc)
+
+    def _flush_failed(self, exc: Exception) -> None:
+        """Dispatch failed or a bug: fence, so no waiter is left waiting forever."""
+        self._flushing = False
+        if not isinstance(exc, StorageError):
+            _LOG.error("group commit failed", exc_info=exc)
+        reason = exc.message if isinstance(exc, StorageError) else repr(exc)
+        self.log.fence(f"background flush or dispatch failed: {reason}")
+        self.fail_all_if_fenced()
 
     def _write_soon(self) -> None:
         """ASYNC mode: write the group this loop turn buffered (failures reach its waiters)."""
@@ -85,28 +249,26 @@ class GroupCommit:
 
     def _written(self) -> None:
         """The CommitLog wrote its buffered group: the open group becomes a written one."""
-        future = self._open
-        if future is None:
+        group = self._open
+        if group is None:
             return
         self._open = None
         if not self.ack_on_write:
-            self._taken.append((self.log.written_offset, future))
+            self._taken.append((self.log.written_offset, group))
             return
         try:
             if self.on_written is not None:
                 self.on_written()
         except Exception as exc:
-            if not future.done():
-                future.set_exception(exc)
+            _settle(group, exc)
             raise
-        if not future.done():
-            future.set_result(None)
+        _settle(group, None)
 
     def _write_failed(self, exc: Exception) -> None:
         """The buffered group was rolled back: its waiters fail (DiskFull or StoreFenced)."""
-        future, self._open = self._open, None
-        if future is not None and not future.done():
-            future.set_exception(exc)
+        group, self._open = self._open, None
+        if group is not None:
+            _settle(group, exc)
 
     def take(self) -> tuple[int, list[Segment], DiskFull | None]:
         """Write the buffered group and close it: the offset the next fsync will cover, the segments
@@ -131,24 +293,23 @@ class GroupCommit:
         invariant(target >= self.flushed_offset, "the flushed offset never goes back")
         self.flushed_offset = target
         self.flush_count += 1
+        self._completed_ns = self._timer_ns()
+        self._completed_cpu_ns = time.thread_time_ns()
         if self.on_durable is not None:
             self.on_durable(target)
         taken = self._taken
         while taken and taken[0][0] <= target:
-            _, future = taken.popleft()
-            if not future.done():
-                future.set_result(None)
+            _settle(taken.popleft()[1], None)
 
     def fail(self, exc: OSError) -> StoreFenced:
         """Fence the store and fail every waiter; returns the error to raise."""
         self.log.fence(f"fsync failed: {exc}")
         error = StoreFenced(f"the store is read-only until restarted: {self.log.fence_reason}")
-        futures = [future for _, future in self._taken] + ([self._open] if self._open else [])
+        groups = [group for _, group in self._taken] + ([self._open] if self._open is not None else [])
         self._taken.clear()
         self._open = None
-        for future in futures:
-            if not future.done():
-                future.set_exception(error)
+        for group in groups:
+            _settle(group, error)
         return error
 
     def flush_now(self) -> None:

@@ -18,11 +18,15 @@ has is decided by an injected ``IndexKeysFn``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import posixpath
+import struct
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
+from typing import cast
 
 from txmq.common import limits
 from txmq.common.invariant import invariant
@@ -32,6 +36,12 @@ from txmq.storage.index_sealed import ENTRY, ENTRY_BYTES, SORTED_SUFFIX, SealedF
 from txmq.storage.segment import parse_segment_name, segment_name
 
 ENTRIES_PER_FILE = limits.index_entries_per_file
+
+
+@functools.lru_cache(maxsize=64)
+def _entries(count: int) -> struct.Struct:
+    """``count`` entries packed by one call (a batch's)."""
+    return struct.Struct(">" + "Qqq" * count)
 
 
 def no_keys(topic: str, properties: bytes) -> list[str]:
@@ -81,6 +91,20 @@ class ActiveEntries:
         self.offsets.append(offset)
         self.stamps.append(store_ms)
         self.previous.append(previous)
+        return True
+
+    def extend_new(self, hashes: Sequence[int], offsets: Sequence[int], store_ms: int) -> bool:
+        """:meth:`append` of every ``(hash, offset)`` at once when no hash has an entry yet and none
+        repeats (a batch's fresh message ids); False, changing nothing, otherwise."""
+        head = self.head
+        count = len(hashes)
+        if not head.keys().isdisjoint(hashes) or len(set(hashes)) != count:
+            return False
+        first = len(self.offsets)
+        head.update(zip(hashes, range(first, first + count), strict=True))
+        self.offsets.extend(offsets)
+        self.stamps.extend(repeat(store_ms, count))
+        self.previous.extend(repeat(-1, count))
         return True
 
     def newest_first(self, hashed: int) -> Iterator[tuple[int, int]]:
@@ -139,6 +163,32 @@ class KeyIndex:
             hashed = key_hash(key)
             if self.active.append(hashed, physical_offset, store_ms):
                 self._pending += ENTRY.pack(hashed, physical_offset, store_ms)
+
+    def add_batch(self, topics: Sequence[str], properties: Sequence[bytes], offsets: Sequence[int],
+                  store_ms: int, keys: Sequence[Sequence[str] | None]) -> None:  # fmt: skip
+        """:meth:`add` for a batch's records (ascending ``offsets``, one store time): the keys hashed
+        in one pass, entries for fresh keys added to memory and packed at once."""
+        if offsets[0] <= self._last_offset:  # a replay reaching into what is indexed: record by record
+            for topic, props, offset, given in zip(topics, properties, offsets, keys, strict=True):
+                self.add(topic, props, offset, store_ms, given)
+            return
+        self._last_offset = offsets[-1]
+        known: Sequence[Sequence[str]] = [
+            self.keys_fn(t, p) if k is None else k for t, p, k in zip(topics, properties, keys, strict=True)
+        ] if None in keys else cast("Sequence[Sequence[str]]", keys)  # fmt: skip
+        flat_keys = list(chain.from_iterable(known))
+        if not flat_keys:
+            return
+        key_offsets = list(chain.from_iterable(map(repeat, offsets, map(len, known))))
+        hashes = list(map(key_hash, flat_keys))
+        if self.active.extend_new(hashes, key_offsets, store_ms):
+            self._pending += _entries(len(hashes)).pack(
+                *chain.from_iterable(zip(hashes, key_offsets, repeat(store_ms)))
+            )
+            return
+        for hashed, offset in zip(hashes, key_offsets, strict=True):
+            if self.active.append(hashed, offset, store_ms):
+                self._pending += ENTRY.pack(hashed, offset, store_ms)
 
     def write(self) -> None:
         data = memoryview(bytes(self._pending))

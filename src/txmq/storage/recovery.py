@@ -77,7 +77,7 @@ def recover(fs: FileSystem, data_dir: str, log: CommitLog, queues: ConsumeQueueS
         scanned_from=start, recovered_to=scan.end, records_scanned=scan.records,
         truncated_at=scan.truncated_at, truncated_bytes=scan.truncated_bytes,
         truncated_records=scan.truncated_records, reason=scan.reason,
-        rebuilt_queues=len({(e.topic, e.queue_id) for e in log.pending}),
+        rebuilt_queues=len({(e.topic, e.queue_id) for e in log.pending if isinstance(e, DispatchEntry)}),
         duration_ms=clock.monotonic_ms() - started_ms, notes=tuple(scan.notes),
     )  # fmt: skip
 
