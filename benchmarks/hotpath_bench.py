@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.integration.remoting_support import send_header  # noqa: E402
 
+from txmq import native  # noqa: E402
 from txmq.broker.broker import Broker  # noqa: E402
 from txmq.broker.config import BrokerConfig  # noqa: E402
 from txmq.protocol.remoting import frame  # noqa: E402
@@ -127,6 +128,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
+    print(native.summary(), flush=True)
     import uvloop
 
     uvloop.install()

@@ -2,12 +2,14 @@
 
 Scenarios (each a few seconds; run on an idle machine, figures are per this machine):
 
-* ``single``: one producer, one message in flight, sync flush: msg/s and p50/p99 round trip;
+* ``single``: one producer, one message in flight, sync flush: msg/s and p50/p99 round trip
+  (``--producers N``: N connections, one message in flight each);
 * ``pipelined``: single sends with ``--inflight`` requests in flight, async flush;
 * ``batch``: batches of 100 (SEND_BATCH_MESSAGE), sync flush, one in flight;
 * ``pull``: PULL_MESSAGE of 32 per request over the queues the pipelined run filled.
 
-Usage: ``python benchmarks/remoting_bench.py [--seconds 3] [--inflight 256] [--only single,batch]``.
+Usage: ``python benchmarks/remoting_bench.py [--seconds 3] [--inflight 256] [--only single,batch]
+[--producers 1,2,4,8]``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from tests.conftest import free_port, subprocess_env  # noqa: E402
 from tests.integration.remoting_support import send_header, wait_for_line  # noqa: E402
 
+from txmq import native  # noqa: E402
 from txmq.protocol.remoting.codes import RequestCode, ResponseCode  # noqa: E402
 from txmq.protocol.remoting.message_codec import BatchMessage, decode_messages, encode_batch  # noqa: E402
 from txmq.server.remoting_transport import RemotingEndpoint, connect  # noqa: E402
@@ -116,19 +119,30 @@ def _fields(topic: str, queue: int) -> dict[str, str]:
     return send_header(topic, {"TAGS": "bench"}, queue_id=queue)
 
 
-async def single(endpoint: RemotingEndpoint, seconds: float) -> None:
+async def single(endpoints: list[RemotingEndpoint], seconds: float) -> None:
+    """Each endpoint (its own connection) sends one message at a time, for ``seconds``."""
     fields = [_fields("BenchSingle", q) for q in range(QUEUES)]
     latencies: list[float] = []
+    stop_at = time.perf_counter() + seconds
+    sent = 0
+
+    async def producer(endpoint: RemotingEndpoint, k: int) -> None:
+        nonlocal sent
+        i = k
+        while time.perf_counter() < stop_at:
+            t0 = time.perf_counter()
+            reply = await endpoint.request(RequestCode.SEND_MESSAGE_V2, fields[i % QUEUES], BODY)
+            latencies.append((time.perf_counter() - t0) * 1000)
+            assert reply.code == ResponseCode.SUCCESS, reply.remark
+            i += 1
+            sent += 1
+
     mark_cpu()
     start = time.perf_counter()
-    i = 0
-    while time.perf_counter() - start < seconds:
-        t0 = time.perf_counter()
-        reply = await endpoint.request(RequestCode.SEND_MESSAGE_V2, fields[i % QUEUES], BODY)
-        latencies.append((time.perf_counter() - t0) * 1000)
-        assert reply.code == ResponseCode.SUCCESS, reply.remark
-        i += 1
-    report("single, 1 in flight (sync)", i, time.perf_counter() - start, latencies)
+    await asyncio.gather(*(producer(e, k) for k, e in enumerate(endpoints)))
+    n = len(endpoints)
+    name = "single, 1 in flight (sync)" if n == 1 else f"single, {n} producers (sync)"
+    report(name, sent, time.perf_counter() - start, latencies)
 
 
 async def pipelined(endpoint: RemotingEndpoint, seconds: float, inflight: int) -> int:
@@ -200,7 +214,11 @@ async def run(args: argparse.Namespace) -> None:
         with broker("sync") as port:
             endpoint = await connect("127.0.0.1", port)
             if "single" in only:
-                await single(endpoint, args.seconds)
+                for n in (int(x) for x in args.producers.split(",")):
+                    extra = [await connect("127.0.0.1", port) for _ in range(n - 1)]
+                    await single([endpoint, *extra], args.seconds)
+                    for other in extra:
+                        await other.close()
             if "batch" in only:
                 await batches(endpoint, args.seconds)
             await endpoint.close()
@@ -220,8 +238,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--inflight", type=int, default=256)
     parser.add_argument("--only", default="")
+    parser.add_argument("--producers", default="1", help="single row: producers (connections), e.g. 1,4")
     parser.add_argument("--py-spy", default="", help="record the broker with py-spy into this directory")
     args = parser.parse_args()
+    print(native.summary(), flush=True)
     global PROFILE_DIR
     PROFILE_DIR = args.py_spy or None
     try:

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from txmq import native
 from txmq.protocol.remoting import message_codec as mc
 from txmq.protocol.remoting.codes import RequestCode
 from txmq.protocol.remoting.command import RemotingCommand, make_response
@@ -46,6 +47,7 @@ def _rate(name: str, seconds: float, batch: int, step: Callable[[], None]) -> fl
 
 
 def main(seconds: float) -> None:
+    print(native.summary())
     client = RemotingConnection()
 
     def encode() -> None:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 from random import Random
@@ -164,7 +165,8 @@ def test_message_records_round_trip(messages: list[mc.WireMessage]) -> None:
 
 
 def _without_size(m: mc.WireMessage) -> tuple[object, ...]:
-    return tuple(getattr(m, name) for name in m.__slots__ if name != "store_size")
+    # dataclasses.fields, not __slots__: a mypyc-compiled dataclass has no __slots__ attribute
+    return tuple(getattr(m, f.name) for f in dataclasses.fields(m) if f.name != "store_size")
 
 
 @given(st.lists(st.builds(mc.BatchMessage, st.binary(max_size=50), _properties, INT32), max_size=5))

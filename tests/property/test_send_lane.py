@@ -214,7 +214,12 @@ def test_grpc_lane_stores_what_the_general_path_stores(
     general, lane = brokers
     wires = [data.draw(grpc_messages(topic)) for _ in range(count)]
     ctx = SendContext(born_host="10.0.0.2:4242", client_id="c1")
-    lean = grpc_convert.to_lean(wires)
+    try:
+        lean = grpc_convert.to_lean(wires)
+    except errors.TxmqError as exc:  # a body that does not decompress: the general way fails alike
+        with pytest.raises(type(exc)):
+            [grpc_convert.to_message(w) for w in wires]
+        return
     if lean is None:
         event("not lean")
         return

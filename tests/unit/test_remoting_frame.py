@@ -6,6 +6,8 @@ import json
 import struct
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.unit.remoting_helpers import (
     FRAMES,
@@ -16,9 +18,10 @@ from tests.unit.remoting_helpers import (
 )
 from txmq.common import limits
 from txmq.protocol.remoting import frame
-from txmq.protocol.remoting.codes import LanguageCode, SerializeType
-from txmq.protocol.remoting.command import RemotingCommand
+from txmq.protocol.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
+from txmq.protocol.remoting.command import RemotingCommand, make_request, make_response
 from txmq.protocol.remoting.errors import LocalProtocolError, RemoteProtocolError
+from txmq.protocol.remoting.headers import send_response_fields
 
 
 def test_golden_json_frame() -> None:
@@ -128,3 +131,22 @@ def test_binary_header_cannot_carry_wide_codes() -> None:
 def test_oversized_frame_is_refused_on_encode() -> None:
     with pytest.raises(LocalProtocolError):
         frame.encode(RemotingCommand(code=10, body=bytes(limits.frame_bytes_max)))
+
+
+@given(
+    opaque=st.integers(-(2**31), 2**31 - 1),
+    version=st.integers(-(2**15), 2**15 - 1),
+    serialize=st.sampled_from(list(SerializeType)),
+    msg_id=st.text(max_size=40),
+    queue_id=st.integers(-(2**31), 2**31 - 1),
+    queue_offset=st.integers(-(2**63), 2**63 - 1),
+)
+def test_encode_send_response_is_the_general_encoding(
+    opaque: int, version: int, serialize: SerializeType, msg_id: str, queue_id: int, queue_offset: int
+) -> None:
+    request = make_request(
+        RequestCode.SEND_MESSAGE_V2, opaque, {"a": "g"}, version=version, serialize_type=serialize
+    )
+    fields = send_response_fields(msg_id, queue_id, queue_offset)
+    expected = frame.encode(make_response(request, ResponseCode.SUCCESS, ext_fields=fields))
+    assert frame.encode_send_response(request, msg_id, queue_id, queue_offset) == expected

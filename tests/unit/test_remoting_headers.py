@@ -150,3 +150,57 @@ def test_send_response_fields_match_the_header_class(
         msg_id, queue_id, queue_offset, transaction_id, batch_uniq_id, recall_handle
     )
     assert list(fields.items()) == list(header.to_ext_fields().items())
+
+
+@given(
+    producer_group=st.text(max_size=10),
+    topic=st.text(max_size=10),
+    queues=st.integers(0, 1 << 20),
+    queue_id=st.integers(-1, 1 << 20),
+    sys_flag=st.integers(0, 1 << 16),
+    born=st.integers(0, 1 << 62),
+    properties=st.none() | st.text(max_size=20),
+    batch=st.booleans(),
+    broker_name=st.none() | st.text(max_size=10),
+)
+def test_send_v2_fields_match_the_header_class(
+    producer_group: str,
+    topic: str,
+    queues: int,
+    queue_id: int,
+    sys_flag: int,
+    born: int,
+    properties: str | None,
+    batch: bool,
+    broker_name: str | None,
+) -> None:
+    header = h.SendMessageRequestHeaderV2(
+        producer_group=producer_group, topic=topic, default_topic="TBW102", default_topic_queue_nums=queues,
+        queue_id=queue_id, sys_flag=sys_flag, born_timestamp=born, flag=0, properties=properties,
+        reconsume_times=0, batch=batch, broker_name=broker_name,
+    )  # fmt: skip
+    fields = h.send_v2_fields(
+        producer_group, topic, "TBW102", queues, queue_id, sys_flag, born, properties, batch, broker_name
+    )
+    assert list(fields.items()) == list(header.to_ext_fields().items())
+
+
+_NUMBERISH = st.sampled_from(["0", "7", "-3", "+5", "1_000", " 1", "１", "", "x", "9" * 19, "9" * 20])
+
+
+@given(
+    fields=st.dictionaries(
+        st.sampled_from(["msgId", "queueId", "queueOffset", "transactionId", "batchUniqId", "recallHandle"]),
+        _NUMBERISH | st.text(max_size=8) | st.integers(-(1 << 40), 1 << 40).map(str),
+    )
+)
+def test_parse_send_response_matches_the_generic_parse(fields: dict[str, str]) -> None:
+    try:
+        expected: object = h.SendMessageResponseHeader.from_ext_fields(fields)
+    except InvalidHeader as exc:
+        expected = str(exc)
+    try:
+        got: object = h.parse_send_response(fields)
+    except InvalidHeader as exc:
+        got = str(exc)
+    assert got == expected

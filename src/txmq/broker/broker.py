@@ -29,7 +29,7 @@ from txmq.broker.persist import MetaFiles
 from txmq.broker.pop import GroupPolicy, PopService
 from txmq.broker.records import index_keys, to_view
 from txmq.broker.reput import to_real_topic
-from txmq.broker.send import SendContext, SendService, decode_recall_handle
+from txmq.broker.send import LaneSent, SendContext, SendService, decode_recall_handle
 from txmq.broker.topics import TopicConfig, TopicRegistry
 from txmq.broker.transaction.service import TransactionService
 from txmq.broker.waiters import ArrivalWaiters
@@ -217,6 +217,12 @@ class Broker:
         """:meth:`send` for NORMAL/FIFO messages of one topic (the send lane, same semantics); the
         service's coroutine itself, one frame less on the hot path."""
         return self.sender.send_lean(topic, messages, ctx)
+
+    def send_lean_batch(
+        self, topic: str, messages: Sequence[LeanMessage], ctx: SendContext
+    ) -> Coroutine[Any, Any, LaneSent]:
+        """:meth:`send_lean` answered as columns (ids and offsets, no result object per message)."""
+        return self.sender.send_lean_batch(topic, messages, ctx)
 
     async def end_transaction(
         self,

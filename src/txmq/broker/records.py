@@ -21,11 +21,16 @@ def index_keys(topic: str, properties_bytes: bytes) -> Sequence[str]:
         decoded = props.decode(properties_bytes)
     except Exception:  # noqa: BLE001 - a record with bad properties is simply not indexed
         return ()
+    return keys_of(decoded)
+
+
+def keys_of(decoded: Mapping[str, str]) -> tuple[str, ...]:
+    """:func:`index_keys` of decoded properties (a writer that has them passes ``PutRequest.index_keys``)."""
     keys = [k for k in decoded.get(props.KEYS, "").split(props.KEY_SEPARATOR) if k]
     unique = decoded.get(props.UNIQ_KEY)
     if unique:
         keys.append(unique)
-    return keys
+    return tuple(keys)
 
 
 def split_host(host_port: str) -> tuple[str, int]:

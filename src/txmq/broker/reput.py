@@ -29,8 +29,9 @@ def to_real_topic(
     sys_flag: int = 0,
     keep_delay: bool = False,
     extra: dict[str, str] | None = None,
+    index_keys: tuple[str, ...] | None = None,
 ) -> PutRequest:
-    """The record as it should appear in its real topic."""
+    """The record as it should appear in its real topic (``index_keys``: as ``PutRequest.index_keys``)."""
     topic, real_queue = real_destination(decoded, record)
     properties = dict(decoded)
     for key in _ROUTING_KEYS:
@@ -50,4 +51,5 @@ def to_real_topic(
         born_host=record.born_host,
         reconsume_times=record.reconsume_times,
         prepared_transaction_offset=record.physical_offset if sys_flag else 0,
+        index_keys=index_keys,
     )

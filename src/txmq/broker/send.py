@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import zlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
+from typing import NamedTuple
 
 from txmq.broker import delay_levels as levels_mod
 from txmq.broker.filtering import tag_hash
@@ -59,6 +61,44 @@ class SendContext:
 
 
 _LANE_TOPICS_MAX = 100_000
+_HEX16 = "{:016X}".format
+_new_tuple = tuple.__new__
+# the properties the lane sets after the user's (a user property of one of these names is unusual: a
+# batch holding one goes message by message, where the dict keeps the first position)
+_LANE_SET_KEYS = frozenset(
+    {props.TAGS, props.KEYS, props.UNIQ_KEY, props.SHARDING_KEY, props.PRODUCER_GROUP, props.MESSAGE_TYPE}
+)
+
+
+class LaneSent(NamedTuple):
+    """Where a batch of the send lane went, as columns (no :class:`SendResult` per message)."""
+
+    topic: str
+    queue_ids: Sequence[int]
+    message_ids: Sequence[str]
+    queue_offsets: Sequence[int]
+    offset_ids: Sequence[str]  # offset message ids
+
+
+def _lane_keys_part(keys: Sequence[str]) -> str:
+    return f"{props.KEYS}\x01{props.KEY_SEPARATOR.join(keys)}\x02"
+
+
+def _lane_tail(producer_group: str | None, group: str | None) -> str:
+    """The properties the lane sets after the message id: sharding key, producer group, message type."""
+    sharding = "" if group is None else f"{props.SHARDING_KEY}\x01{group}\x02"
+    producer = f"{props.PRODUCER_GROUP}\x01{producer_group}\x02" if producer_group else ""
+    return f"{sharding}{producer}{props.MESSAGE_TYPE}\x01{'NORMAL' if group is None else 'FIFO'}\x02"
+
+
+class LaneAppend(NamedTuple):
+    """What :meth:`SendService.lane_append` appended; acknowledge it once ``durable`` completes."""
+
+    topic: str
+    records: list[RecordFields]
+    appended: list[AppendResult]
+    message_ids: list[str]
+    durable: Awaitable[None]
 
 
 class SendService:
@@ -87,6 +127,9 @@ class SendService:
         self._lane_topics: set[str] = set()
         self._lane_resolved: dict[tuple[str, MessageType], TopicConfig] = {}
         self._lane_queues: dict[tuple[str, int], MessageQueue] = {}
+        # told of every half message stored (record, its properties, where it landed): the transaction
+        # service keeps it for the END_TRANSACTION that follows, so the decision needs no log read
+        self.half_stored: Callable[[PutRequest, dict[str, str], AppendResult], None] | None = None
 
     @property
     def timer_queue_count(self) -> int:
@@ -100,6 +143,8 @@ class SendService:
         message = messages[0]
         topic, request, properties = self._prepare(message, ctx)
         appended = await self._store.put(request)
+        if message.transactional and self.half_stored is not None:
+            self.half_stored(request, properties, appended)
         return [self._result(message, request, topic, appended, properties)]
 
     def prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest]:
@@ -175,6 +220,44 @@ class SendService:
     ) -> list[SendResult]:
         """:meth:`send` for NORMAL/FIFO messages of one topic without building a :class:`Message` each:
         the same checks in the same order, the same queue choice, the same stored record and result."""
+        if len(messages) > 1:
+            lane = self._lane_batch(topic_name, messages, ctx)
+            if lane is not None:
+                sent, durable = lane
+                await durable
+                return self._lane_results(sent)
+        return await self._send_lean_each(topic_name, messages, ctx)
+
+    async def send_lean_batch(
+        self, topic_name: str, messages: Sequence[LeanMessage], ctx: SendContext
+    ) -> LaneSent:
+        """:meth:`send_lean` answered as columns (:class:`LaneSent`: no :class:`SendResult` per message),
+        for a door that only joins the ids (remoting's SEND_BATCH_MESSAGE response)."""
+        lane = self._lane_batch(topic_name, messages, ctx) if len(messages) > 1 else None
+        if lane is not None:
+            sent, durable = lane
+            await durable
+            return sent
+        results = await self._send_lean_each(topic_name, messages, ctx)
+        return LaneSent(
+            results[0].queue.topic, [r.queue.queue_id for r in results], [r.message_id for r in results],
+            [r.queue_offset for r in results], [r.offset_message_id or r.message_id for r in results],
+        )  # fmt: skip
+
+    async def _send_lean_each(
+        self, topic_name: str, messages: Sequence[LeanMessage], ctx: SendContext
+    ) -> list[SendResult]:
+        """The send lane message by message: a single message's path, and a batch's when
+        :meth:`_lane_batch` declines it (it then raises the first error, in message order)."""
+        appended = self.lane_append(topic_name, messages, ctx)
+        await appended.durable
+        return self.lane_results(appended)
+
+    def lane_append(self, topic_name: str, messages: Sequence[LeanMessage], ctx: SendContext) -> LaneAppend:
+        """The synchronous first half of :meth:`_send_lean_each`: checks, queue choice and the append,
+        message by message; the results (:meth:`lane_results`) are the caller's once ``durable``
+        completes. The remoting door answers a single send from a callback on ``durable`` this way,
+        without a task per request."""
         if not messages:
             raise errors.InvalidArgument("a send request must carry at least one message")
         batch = len(messages) > 1
@@ -228,12 +311,15 @@ class SendService:
             message_ids.append(message_id)
         assert topic is not None
         appended, durable = self._store.put_records_nowait(topic_name, records)
-        await durable
+        return LaneAppend(topic.name, records, appended, message_ids, durable)
+
+    def lane_results(self, lane: LaneAppend) -> list[SendResult]:
+        """The send results of a :meth:`lane_append` whose ``durable`` completed."""
         prefix = self._offset_id_prefix()
-        name = topic.name
+        name = lane.topic
         results: list[SendResult] = []
         queue: MessageQueue | None = None
-        for record, done, message_id in zip(records, appended, message_ids, strict=True):
+        for record, done, message_id in zip(lane.records, lane.appended, lane.message_ids, strict=True):
             if queue is None or queue.queue_id != record.queue_id:
                 queue = self._lane_queues.get((name, record.queue_id))
                 if queue is None:  # a frozen value: one per queue serves every result
@@ -250,6 +336,131 @@ class SendService:
                 )
             )
         return results
+
+    def _lane_batch(
+        self, topic_name: str, messages: Sequence[LeanMessage], ctx: SendContext
+    ) -> tuple[LaneSent, Awaitable[None]] | None:
+        """A batch of the send lane appended column by column: the checks of :meth:`_send_lean_each`
+        made once per batch or per distinct value, one clock reading, the message ids made at once,
+        each message's properties laid out by one format (the bytes ``props.encode`` gives for the
+        dict the lane builds). None, having changed nothing but the id sequence, when any check fails
+        or a message is unusual (user properties naming a key the lane sets): the caller then sends it
+        message by message, which raises the first error in order."""
+        count = len(messages)
+        if count > limits.batch_count_max:
+            return None
+        bodies, user_properties, tags_col, keys_col, ids_col, groups = zip(*messages, strict=True)
+        if sum(map(len, bodies)) > limits.batch_bytes_max:
+            return None
+        try:
+            self._validate_lean(topic_name, messages[0])
+            if min(map(len, bodies)) == 0 or max(map(len, bodies)) > limits.body_bytes_max:
+                return None
+            distinct_tags = set(tags_col)
+            for tags in distinct_tags:
+                check_content(1, tags, (), None)
+            if any(keys_col):
+                for keys in keys_col:
+                    check_content(1, None, keys, None)
+            distinct_groups = set(groups)
+            types: dict[str | None, TopicConfig] = {}
+            for group in distinct_groups:
+                if group is not None:
+                    check_content(1, None, (), group)
+                message_type = MessageType.NORMAL if group is None else MessageType.FIFO
+                types[group] = self._lane_resolve(topic_name, message_type)
+        except errors.TxmqError:
+            return None
+        if len({config.name for config in types.values()}) != 1:
+            return None  # pragma: no cover - one topic name resolves to one config
+        now = self._clock.now_ms()
+        missing = ids_col.count(None) + ids_col.count("")
+        if missing:
+            fresh = iter(msgid.new_message_ids(now, missing))
+            message_ids = [message_id or next(fresh) for message_id in ids_col]
+        else:
+            message_ids = list(ids_col)
+        producer_group = ctx.producer_group
+        # every value the lane writes, at once: a separator in any would break a pair (props.encode
+        # rejects it, so the message-by-message path raises its error)
+        values = "".join(
+            (*[t for t in distinct_tags if t], *chain.from_iterable(keys_col), *message_ids,
+             *[g for g in distinct_groups if g], producer_group or "")
+        )  # fmt: skip
+        if props.NAME_VALUE_SEPARATOR in values or props.PROPERTY_SEPARATOR in values:
+            return None
+        tag_parts = {tags: f"{props.TAGS}\x01{tags}\x02" if tags else "" for tags in distinct_tags}
+        tails = {group: _lane_tail(producer_group, group) for group in distinct_groups}
+        uniq = props.UNIQ_KEY
+        texts = [
+            f"{tag_parts[tags]}{_lane_keys_part(keys) if keys else ''}{uniq}\x01{message_id}\x02"
+            f"{tails[group]}"
+            for tags, keys, message_id, group in zip(tags_col, keys_col, message_ids, groups, strict=True)
+        ]
+        try:
+            encoded = [text.encode() for text in texts]
+        except UnicodeEncodeError:
+            return None
+        if any(user_properties):
+            for i, user in enumerate(user_properties):
+                if user:
+                    if not user.keys().isdisjoint(_LANE_SET_KEYS) or "" in user:
+                        return None
+                    try:
+                        encoded[i] = props.encode(user) + encoded[i]
+                    except errors.TxmqError:
+                        return None
+                    if len(user) + texts[i].count("\x02") > limits.property_count_max:
+                        return None
+        if max(map(len, encoded)) > limits.properties_bytes_max:
+            return None
+        topic = next(iter(types.values()))
+        explicit = ctx.queue_id
+        if explicit is not None and explicit >= 0:
+            if explicit >= topic.queues:
+                return None
+            queue_ids: list[int] = [explicit] * count
+        else:
+            queue_ids = [self._queue_for(group, types[group], None) for group in groups]
+        codes = {tags: tag_hash(tags) for tags in distinct_tags}
+        index_keys = [
+            (*keys, message_id) if keys else (message_id,)
+            for keys, message_id in zip(keys_col, message_ids, strict=True)
+        ]
+        topic_bytes = topic_name.encode()
+        born_host = ctx.born_host.encode()
+        records = list(
+            map(_new_tuple, repeat(RecordFields), zip(
+                repeat(topic_bytes), queue_ids, bodies, encoded, map(codes.__getitem__, tags_col), repeat(0),
+                repeat(0), repeat(now), repeat(born_host), repeat(0), repeat(0), index_keys,
+            ))
+        )  # fmt: skip
+        appended, durable = self._store.put_records_columns(topic_name, records)
+        prefix = self._offset_id_prefix()
+        offset_ids = list(map(prefix.__add__, map(_HEX16, appended.physical_offsets)))
+        return LaneSent(topic.name, queue_ids, message_ids, appended.queue_offsets, offset_ids), durable
+
+    def _lane_results(self, sent: LaneSent) -> list[SendResult]:
+        name = sent.topic
+        results: list[SendResult] = []
+        queue: MessageQueue | None = None
+        for queue_id, message_id, queue_offset, offset_id in zip(
+            sent.queue_ids, sent.message_ids, sent.queue_offsets, sent.offset_ids, strict=True
+        ):
+            if queue is None or queue.queue_id != queue_id:
+                queue = self._lane_queue(name, queue_id)
+            results.append(SendResult(message_id=message_id, queue=queue, queue_offset=queue_offset,
+                                      offset_message_id=offset_id))  # fmt: skip
+        return results
+
+    def _lane_queue(self, name: str, queue_id: int) -> MessageQueue:
+        queue = self._lane_queues.get((name, queue_id))
+        if queue is None:  # a frozen value: one per queue serves every result
+            queue = MessageQueue(name, queue_id, self._broker_name)
+            if len(self._lane_queues) >= _LANE_TOPICS_MAX:
+                self._lane_queues.clear()
+            self._lane_queues[(name, queue_id)] = queue
+        return queue
 
     def _offset_id_prefix(self) -> str:
         """The host and port half of :func:`msgid.offset_message_id` (the same for every record)."""

@@ -342,21 +342,19 @@ class RemotingTransport:
         ids = [m.message_id or msgid.new_message_id(now) for m in messages]
         first = messages[0]
         batch = len(messages) > 1
-        header = headers.SendMessageRequestHeaderV2(
-            producer_group=producer_group or "DEFAULT_PRODUCER", topic=mq.topic,
-            default_topic=names.DEFAULT_TOPIC,
-            default_topic_queue_nums=limits.queues_per_topic_default, queue_id=queue_id,
-            sys_flag=conv.sys_flag_of(first), born_timestamp=now, flag=0,
-            properties=None if batch else _props_text(conv.message_properties(first, ids[0], producer_group)),
-            reconsume_times=0, batch=batch, broker_name=mq.broker_name,
+        ext = headers.send_v2_fields(
+            producer_group or "DEFAULT_PRODUCER", mq.topic, names.DEFAULT_TOPIC,
+            limits.queues_per_topic_default, queue_id, conv.sys_flag_of(first), now,
+            None if batch else _props_text(conv.message_properties(first, ids[0], producer_group)),
+            batch, mq.broker_name,
         )  # fmt: skip
         if not batch:
-            return RequestCode.SEND_MESSAGE_V2, header.to_ext_fields(), bytes(first.body), ids
+            return RequestCode.SEND_MESSAGE_V2, ext, bytes(first.body), ids
         entries = [
             BatchMessage(bytes(m.body), conv.message_properties(m, i, producer_group))
             for m, i in zip(messages, ids, strict=True)
         ]
-        return RequestCode.SEND_BATCH_MESSAGE, header.to_ext_fields(), encode_batch(entries), ids
+        return RequestCode.SEND_BATCH_MESSAGE, ext, encode_batch(entries), ids
 
     async def send(
         self, mq: MessageQueue | None, messages: Sequence[Message], *, producer_group: str, timeout_s: float
@@ -368,7 +366,7 @@ class RemotingTransport:
         response = await self._call(await self._addr(target), code, ext, body, timeout_s=timeout_s)
         if response.code not in _SEND_OK:
             raise error_for_response(response.code, response.remark)
-        answer = headers.SendMessageResponseHeader.from_command(response)
+        answer = headers.parse_send_response(response.ext_fields)
         queue = MessageQueue(target.topic, answer.queue_id, target.broker_name)
         offset_ids = answer.msg_id.split(",")
         return [

@@ -5,9 +5,11 @@ bytes. Requests are pipelined: each gets a future keyed by its opaque and many m
 connection. Requests the broker starts (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED) go to an
 ``on_request`` callback, run as tasks so a slow callback never stalls the reader.
 
-A oneway frame (END_TRANSACTION, oneway sends) is held until the end of the event-loop turn, so the
-request that usually follows it in the same turn (a transactional producer's next half message) carries
-it in one socket write; it is never held longer than that turn and keeps its order on the connection.
+Frames are coalesced: what is sent during one event-loop turn goes out in one socket write at the end
+of that turn (pipelined sends: one write for many requests instead of one each; a oneway
+END_TRANSACTION shares the write of the next half message). A request sent while nothing else is in
+flight and nothing is held is written at once (one request at a time waits for no loop turn). Frames
+keep their order on the connection, and none is held longer than the turn it was sent in.
 
 A broken connection fails its pending requests with ``ConnectionError_`` (retriable); the pool opens a
 new one on the next request, pausing with back-off and jitter after consecutive failures, and calls
@@ -69,7 +71,8 @@ class RemotingChannel:
         self._futures: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
-        self._held: list[bytes] = []  # oneway frames written at the end of this loop turn
+        self._held: list[bytes] = []  # frames written at the end of this loop turn
+        self._loop = asyncio.get_running_loop()
         self.answered = False  # a response arrived: the peer behind this socket really serves
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
 
@@ -99,34 +102,55 @@ class RemotingChannel:
         if self._closed:
             raise errors.ConnectionError_(f"connection to {self.addr} is closed")
         cmd = self._conn.new_request(code, ext_fields, body)
-        future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
-        self._futures[cmd.opaque] = future
+        loop = self._loop
+        future: asyncio.Future[RemotingCommand] = loop.create_future()
+        futures = self._futures
+        alone = not futures and not self._held
+        futures[cmd.opaque] = future
+        # a timer handle, not asyncio.wait_for: no extra future and callbacks per request
+        timer = loop.call_later(timeout_s, self._expire, cmd.opaque, code, timeout_s)
         try:
-            await self._write(self._conn.send(cmd))
-            return await asyncio.wait_for(future, timeout_s)
-        except TimeoutError:
-            self._conn.forget(cmd.opaque)
-            raise errors.RequestTimeout(
-                f"no answer from {self.addr} to request code {code} within {timeout_s:.3g}s"
-            ) from None
+            data = self._conn.send(cmd)
+            if alone:
+                await self._write(data)
+            else:
+                self._hold(data)
+                if self._writer.transport.get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
+                    await self._write(b"")
+            return await future
         finally:
-            self._futures.pop(cmd.opaque, None)
+            timer.cancel()
+            futures.pop(cmd.opaque, None)
+
+    def _expire(self, opaque: int, code: int, timeout_s: float) -> None:
+        future = self._futures.get(opaque)
+        if future is not None and not future.done():
+            self._conn.forget(opaque)
+            future.set_exception(
+                errors.RequestTimeout(
+                    f"no answer from {self.addr} to request code {code} within {timeout_s:.3g}s"
+                )
+            )
 
     async def oneway(self, code: int, ext_fields: dict[str, str], body: bytes = b"") -> None:
         """Send a request that gets no response (written at the end of this loop turn, or with the next
         write before it; not acknowledged)."""
         if self._closed:
             raise errors.ConnectionError_(f"connection to {self.addr} is closed")
-        data = self._conn.send(self._conn.new_request(code, ext_fields, body, oneway=True))
+        self._hold(self._conn.send(self._conn.new_request(code, ext_fields, body, oneway=True)))
+
+    def _hold(self, data: bytes) -> None:
+        """Queue ``data`` for the write at the end of this loop turn."""
         if not self._held:
-            asyncio.get_running_loop().call_soon(self._write_held)
+            self._loop.call_soon(self._write_held)
         self._held.append(data)
 
     def _write_held(self) -> None:
         if not self._held or self._closed:
             return
-        data = b"".join(self._held)
-        self._held.clear()
+        held = self._held
+        data = b"".join(held) if len(held) > 1 else held[0]
+        held.clear()
         try:
             self._writer.write(data)
         except (OSError, RuntimeError) as exc:
@@ -137,12 +161,15 @@ class RemotingChannel:
             await self._write(self._conn.send(cmd))
 
     async def _write(self, data: bytes) -> None:
-        if self._held:  # oneway frames queued before this one go first, in the same write
+        """Write ``data`` now (after the frames held before it, in the same write), then wait for
+        the transport's buffer to drain if it is large."""
+        if self._held:
             self._held.append(data)
             data = b"".join(self._held)
             self._held.clear()
         try:
-            self._writer.write(data)
+            if data:
+                self._writer.write(data)
             transport = self._writer.transport
             if transport.get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
                 await self._writer.drain()

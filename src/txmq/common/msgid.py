@@ -33,6 +33,20 @@ def new_message_id(now_ms: int) -> str:
     return raw.hex().upper()
 
 
+def new_message_ids(now_ms: int, count: int) -> list[str]:
+    """``count`` unique client message ids at once (a batch's): what ``count`` calls of
+    :func:`new_message_id` give, the shared 26 hex characters formatted once."""
+    with _lock:
+        sequences = list(itertools.islice(_sequence, count))
+    seconds = max(0, now_ms // 1000 - _EPOCH_2021_S) & 0xFFFFFFFF
+    prefix = (b"\x01" + _HOST_ID + _ID_TAIL.pack(_PID[0], seconds, 0)[:6]).hex().upper()
+    return list(map(prefix.__add__, map(_HEX8, map(_U32_MASK.__and__, sequences))))
+
+
+_HEX8 = "{:08X}".format
+_U32_MASK = 0xFFFFFFFF
+
+
 def offset_message_id(host: str, port: int, commit_log_offset: int) -> str:
     try:
         ip = socket.inet_aton(host)

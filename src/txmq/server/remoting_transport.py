@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Final
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from functools import partial
+from typing import Any, Final, NamedTuple
 
 from txmq.common import errors
 from txmq.protocol.remoting.codes import LanguageCode, RequestCode, ResponseCode
@@ -42,6 +43,20 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[RemotingCommand, "RemotingEndpoint"], Awaitable[RemotingCommand | None]]
 
+
+class Deferred(NamedTuple):
+    """An answer that waits for ``durable``: the transport calls ``finish(None)`` once it completed,
+    ``finish(exc)`` if it failed, and writes what ``finish`` returns (no task per request)."""
+
+    durable: Awaitable[None]
+    finish: Callable[[Exception | None], RemotingCommand | bytes]  # bytes: the encoded frame
+
+
+InlineResult = RemotingCommand | Deferred | Coroutine[Any, Any, RemotingCommand | None] | None
+"""What a handler's ``inline(request, endpoint)`` returns, called from the read callback: the answer
+(None: none, for oneway requests), a ``Deferred`` answer, or a coroutine to run as a task."""
+Inline = Callable[[RemotingCommand, "RemotingEndpoint"], InlineResult]
+
 _HANDLING_MAX: Final = 4096  # requests of one connection handled at once before reading pauses
 _HANDLING_RESUME: Final = _HANDLING_MAX // 2
 # requests whose handlers only wait for the peer (long polls): cancelled when the peer goes away. Every
@@ -55,6 +70,9 @@ class RemotingEndpoint(asyncio.Protocol):
     def __init__(self, handler: Handler | None = None, *, language: LanguageCode = LanguageCode.JAVA) -> None:
         self._conn = RemotingConnection(language=language)
         self._handler = handler
+        # a handler may answer from the read callback: ``handler.inline(request, endpoint)``
+        self._answer_inline: Inline | None = getattr(handler, "inline", None)
+        self._deferred = 0  # requests waiting on a Deferred (they count for back-pressure like tasks)
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
         self._out: list[bytes] = []
@@ -132,29 +150,102 @@ class RemotingEndpoint(asyncio.Protocol):
                 return
 
     def _start_handling(self, request: RemotingCommand) -> None:
-        if self._handler is None:
+        handler = self._handler
+        if handler is None:
             if not request.is_oneway:
                 self.write(make_response(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "no handler here"))
             return
-        task = self._loop.create_task(self._handle(request, self._handler))
+        inline = self._answer_inline
+        if inline is None:
+            pending: Awaitable[RemotingCommand | None] = handler(request, self)
+        else:
+            try:
+                result = inline(request, self)
+            except Exception:
+                log.exception("remoting handler for code %d failed", request.code)
+                result = make_response(request, ResponseCode.SYSTEM_ERROR, "internal error")
+            if result is None:
+                return
+            if type(result) is RemotingCommand:
+                if not request.is_oneway:
+                    self.write(result)
+                return
+            if type(result) is Deferred:
+                self._defer(request, result)
+                return
+            pending = result  # type: ignore[assignment]  # the coroutine left
+        task = self._loop.create_task(self._handle(request, pending))
         self._tasks.add(task)
         if request.code in _CANCELLED_ON_CLOSE:
             self._long_polls.add(task)
         task.add_done_callback(self._task_done)
-        if len(self._tasks) >= _HANDLING_MAX and not self._reading_paused and self._transport is not None:
+        self._check_pause()
+
+    def _check_pause(self) -> None:
+        if (
+            len(self._tasks) + self._deferred >= _HANDLING_MAX
+            and not self._reading_paused
+            and self._transport is not None
+        ):
             self._reading_paused = True
             self._transport.pause_reading()
+
+    def _check_resume(self) -> None:
+        if (
+            self._reading_paused
+            and len(self._tasks) + self._deferred <= _HANDLING_RESUME
+            and self._transport is not None
+        ):
+            self._reading_paused = False
+            self._transport.resume_reading()
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         self._long_polls.discard(task)
-        if self._reading_paused and len(self._tasks) <= _HANDLING_RESUME and self._transport is not None:
-            self._reading_paused = False
-            self._transport.resume_reading()
+        if self._reading_paused:
+            self._check_resume()
 
-    async def _handle(self, request: RemotingCommand, handler: Handler) -> None:
+    def _defer(self, request: RemotingCommand, deferred: Deferred) -> None:
+        durable = deferred.durable
+        if not isinstance(durable, asyncio.Future):  # already durable (an awaitable that is done)
+            self._settle(request, deferred.finish, None)
+            return
+        self._deferred += 1
+        durable.add_done_callback(partial(self._settle, request, deferred.finish))
+        self._check_pause()
+
+    def _settle(
+        self,
+        request: RemotingCommand,
+        finish: Callable[[Exception | None], RemotingCommand | bytes],
+        durable: asyncio.Future[None] | None,
+    ) -> None:
+        """Answer a deferred request once its future completed (run by the loop as a done callback)."""
+        if durable is not None:
+            self._deferred -= 1
+            if self._reading_paused:
+                self._check_resume()
         try:
-            response = await handler(request, self)
+            if durable is None:
+                response = finish(None)
+            elif durable.cancelled():
+                response = finish(errors.StorageError("the write was cancelled"))
+            else:
+                exc = durable.exception()
+                response = finish(exc if exc is None or isinstance(exc, Exception) else RuntimeError(exc))
+        except Exception:
+            log.exception("remoting handler for code %d failed", request.code)
+            response = make_response(request, ResponseCode.SYSTEM_ERROR, "internal error")
+        if request.is_oneway:
+            return
+        if type(response) is bytes:
+            self.write_frame(response)
+        else:
+            self.write(response)  # type: ignore[arg-type]  # a RemotingCommand
+
+    async def _handle(self, request: RemotingCommand, pending: Awaitable[RemotingCommand | None]) -> None:
+        try:
+            response = await pending
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -179,6 +270,16 @@ class RemotingEndpoint(asyncio.Protocol):
             data = self._conn.send(command)
         except errors.ProtocolError as exc:
             log.warning("cannot send code %d to %s: %s", command.code, self.peer, exc)
+            return False
+        self._out.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+        return True
+
+    def write_frame(self, data: bytes) -> bool:
+        """Queue an encoded response frame (``frame.encode_send_response``) like :meth:`write`."""
+        if not self.is_open():
             return False
         self._out.append(data)
         if not self._flush_scheduled:
@@ -288,7 +389,9 @@ class RemotingServer:
 
     @property
     def port(self) -> int:
-        return int(self._server.sockets[0].getsockname()[1])
+        # getattr: uvloop's Server.sockets is a list, typeshed says tuple (mypyc would check it)
+        sockets: Sequence[Any] = getattr(self._server, "sockets")  # noqa: B009
+        return int(sockets[0].getsockname()[1])
 
     @property
     def endpoints(self) -> set[RemotingEndpoint]:

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from txmq.common import limits
 from txmq.protocol.remoting.codes import LanguageCode, SerializeType
-from txmq.protocol.remoting.command import RemotingCommand
+from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.protocol.remoting.errors import LocalProtocolError, RemoteProtocolError
 
 PREFIX_BYTES: Final = 8  # the length word and the serialize-type/header-length word
@@ -86,6 +86,21 @@ def _ext_json(ext: dict[str, str]) -> str:
         return "{" + ",".join([quote(key) + ":" + quote(value) for key, value in ext.items()]) + "}"
     except TypeError:
         return _dumps(ext)
+
+
+def encode_send_response(request: RemotingCommand, msg_id: str, queue_id: int, queue_offset: int) -> bytes:
+    """``encode(make_response(request, SUCCESS, ext_fields=send_response_fields(msg_id, queue_id,
+    queue_offset)))`` for a JSON request, rendered straight into its frame (one per acknowledged send;
+    tests/unit/test_remoting_frame.py holds them byte-identical). Other requests: ``encode`` that."""
+    if request.serialize_type is not SerializeType.JSON:
+        fields = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(queue_offset)}
+        return encode(make_response(request, 0, ext_fields=fields))
+    header = (
+        f'{{"code":0,"language":"JAVA","version":{int(request.version)},"opaque":{int(request.opaque)},'
+        f'"flag":1,"extFields":{{"msgId":{_quote(msg_id)},"queueId":"{int(queue_id)}",'
+        f'"queueOffset":"{int(queue_offset)}"}},"serializeTypeCurrentRPC":"JSON"}}'
+    ).encode("ascii")
+    return _PREFIX.pack(4 + len(header), len(header)) + header
 
 
 def encode_binary_header(cmd: RemotingCommand) -> bytes:

@@ -161,11 +161,18 @@ def _plain_int(raw: str) -> int | None:
     return None
 
 
+# the small numbers a send header repeats (queue counts and ids, flags): one dict lookup instead of the
+# plain-decimal check; only canonical spellings are keys, so anything else still goes to _plain_int
+_SMALL_INTS: Final[dict[str, int]] = {str(i): i for i in range(-1, 1024)}
+
+
 def _optional_int(raw: str | None) -> int | bool | None:
     """None for an absent field, the int for a plain one, False for one the generic parser must judge."""
     if raw is None:
         return None
-    value = _plain_int(raw)
+    value = _SMALL_INTS.get(raw)
+    if value is None:
+        value = _plain_int(raw)
     return False if value is None else value
 
 
@@ -179,25 +186,58 @@ def _send_v2_fast(ext: Mapping[str, str]) -> SendMessageRequestHeaderV2 | None:
     a, b, c, d, e, f, g, h = get("a"), get("b"), get("c"), get("d"), get("e"), get("f"), get("g"), get("h")
     if a is None or b is None or c is None or d is None or e is None or f is None or g is None or h is None:
         return None
-    queues, queue_id, sys_flag, born, flag = (
-        _plain_int(d),
-        _plain_int(e),
-        _plain_int(f),
-        _plain_int(g),
-        _plain_int(h),
-    )
+    small = _SMALL_INTS.get
+    queues, queue_id, sys_flag, born, flag = small(d), small(e), small(f), _plain_int(g), small(h)
+    if queues is None:
+        queues = _plain_int(d)
+    if queue_id is None:
+        queue_id = _plain_int(e)
+    if sys_flag is None:
+        sys_flag = _plain_int(f)
+    if flag is None:
+        flag = _plain_int(h)
     if queues is None or queue_id is None or sys_flag is None or born is None or flag is None:
         return None
     reconsume, max_reconsume = _optional_int(get("j")), _optional_int(get("l"))
     if reconsume is False or max_reconsume is False:
         return None
     k, m = get("k"), get("m")
+    # positional, in field order (the cheaper call): producer_group, topic, default_topic,
+    # default_topic_queue_nums, queue_id, sys_flag, born_timestamp, flag, properties, reconsume_times,
+    # unit_mode, batch, max_reconsume_times, broker_name
     return SendMessageRequestHeaderV2(
-        producer_group=a, topic=b, default_topic=c, default_topic_queue_nums=queues, queue_id=queue_id,
-        sys_flag=sys_flag, born_timestamp=born, flag=flag, properties=get("i"), reconsume_times=reconsume,
-        unit_mode=k is not None and k.lower() == "true", batch=m is not None and m.lower() == "true",
-        max_reconsume_times=max_reconsume, broker_name=get("n"),
+        a, b, c, queues, queue_id, sys_flag, born, flag, get("i"), reconsume,
+        k is not None and k.lower() == "true", m is not None and m.lower() == "true", max_reconsume, get("n"),
     )  # fmt: skip
+
+
+def send_v2_fields(
+    producer_group: str,
+    topic: str,
+    default_topic: str,
+    default_topic_queue_nums: int,
+    queue_id: int,
+    sys_flag: int,
+    born_timestamp: int,
+    properties: str | None,
+    batch: bool,
+    broker_name: str | None,
+) -> dict[str, str]:
+    """``SendMessageRequestHeaderV2(..., flag=0, reconsume_times=0).to_ext_fields()`` written out, in
+    the same order (the SDK sends one per message; tests/unit/test_remoting_headers.py checks they
+    agree)."""
+    ext = {
+        "a": producer_group, "b": topic, "c": default_topic, "d": str(default_topic_queue_nums),
+        "e": str(queue_id), "f": str(sys_flag), "g": str(born_timestamp), "h": "0",
+    }  # fmt: skip
+    if properties is not None:
+        ext["i"] = properties
+    ext["j"] = "0"
+    ext["k"] = "false"
+    ext["m"] = "true" if batch else "false"
+    if broker_name is not None:
+        ext["n"] = broker_name
+    return ext
 
 
 def parse_send_header(cmd: RemotingCommand) -> SendMessageRequestHeader:
@@ -218,6 +258,24 @@ class SendMessageResponseHeader(Header):
     transaction_id: str | None = None
     batch_uniq_id: str | None = None
     recall_handle: str | None = None
+
+
+def parse_send_response(ext: Mapping[str, str]) -> SendMessageResponseHeader:
+    """``SendMessageResponseHeader.from_ext_fields(ext)``, read field by field when the numbers are
+    plain (the SDK reads one per send); anything else goes the generic way, which words the errors."""
+    msg_id, queue_id, offset = ext.get("msgId"), ext.get("queueId"), ext.get("queueOffset")
+    if msg_id is not None and queue_id is not None and offset is not None:
+        queue, position = _plain_int(queue_id), _plain_int(offset)
+        if queue is not None and position is not None:
+            return SendMessageResponseHeader(
+                msg_id,
+                queue,
+                position,
+                ext.get("transactionId"),
+                ext.get("batchUniqId"),
+                ext.get("recallHandle"),
+            )
+    return SendMessageResponseHeader.from_ext_fields(ext)
 
 
 def send_response_fields(

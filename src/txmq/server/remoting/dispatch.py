@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
+from txmq.protocol.remoting import frame
 from txmq.protocol.remoting.codes import RequestCode, ResponseCode
 from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.server.remoting import admin, consumer, producer, session
 from txmq.server.remoting.context import RemotingContext
 from txmq.server.remoting.status import error_response
-from txmq.server.remoting_transport import Handler, RemotingEndpoint
+from txmq.server.remoting_transport import Deferred, InlineResult, RemotingEndpoint
 
 Route = Callable[[RemotingContext, RemotingCommand, RemotingEndpoint], Awaitable[RemotingCommand | None]]
+# a route called inline, from the transport's read callback: it answers now, defers its answer to a
+# future (``Deferred``), or hands back a coroutine the transport runs as a task
+InlineRoute = Callable[[RemotingContext, RemotingCommand, RemotingEndpoint], InlineResult]
 
-ROUTES: dict[int, Route] = {
+INLINE_ROUTES: dict[int, InlineRoute] = {
     RequestCode.SEND_MESSAGE: producer.send,
     RequestCode.SEND_MESSAGE_V2: producer.send,
     RequestCode.SEND_BATCH_MESSAGE: producer.send,
+}
+
+ROUTES: dict[int, Route] = {
     RequestCode.END_TRANSACTION: producer.end_transaction,
     RequestCode.HEART_BEAT: session.heartbeat,
     RequestCode.UNREGISTER_CLIENT: session.unregister,
@@ -39,22 +47,68 @@ ROUTES: dict[int, Route] = {
 Fallback = Callable[[RemotingCommand, RemotingEndpoint], Awaitable[RemotingCommand | None]]
 
 
-def make_handler(ctx: RemotingContext, fallback: Fallback | None = None) -> Handler:
-    """The per-request handler of a broker connection; ``fallback`` serves other codes (the name server)."""
+class BrokerHandler:
+    """The per-request handler of a broker connection; ``fallback`` serves other codes (the name server).
 
-    async def handle(request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand | None:
+    The transport calls :meth:`inline` for every request (from its read callback); awaiting the
+    handler itself (``await handler(request, endpoint)``) gives the same answer for any request."""
+
+    def __init__(self, ctx: RemotingContext, fallback: Fallback | None = None) -> None:
+        self._ctx = ctx
+        self._fallback = fallback
+
+    def inline(self, request: RemotingCommand, endpoint: RemotingEndpoint) -> InlineResult:
+        route = INLINE_ROUTES.get(request.code)
+        if route is None:
+            return self._routed(request, endpoint)
+        try:
+            result = route(self._ctx, request, endpoint)
+        except Exception as exc:  # noqa: BLE001 - mapped to a response code in one place
+            return None if request.is_oneway else error_response(request, exc)
+        if isinstance(result, Coroutine):
+            return self._guarded(request, result)
+        return result
+
+    async def __call__(self, request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand | None:
+        result = self.inline(request, endpoint)
+        if result is None or isinstance(result, RemotingCommand):
+            return result
+        if isinstance(result, Deferred):
+            try:
+                await result.durable
+            except Exception as exc:  # noqa: BLE001 - the deferred answer maps it
+                deferred = result.finish(exc)
+            else:
+                deferred = result.finish(None)
+            return frame.decode(deferred) if isinstance(deferred, bytes) else deferred
+        answer: RemotingCommand | None = await result
+        return answer
+
+    @staticmethod
+    async def _guarded(
+        request: RemotingCommand, pending: Coroutine[Any, Any, RemotingCommand | None]
+    ) -> RemotingCommand | None:
+        try:
+            return await pending
+        except Exception as exc:  # noqa: BLE001 - mapped to a response code in one place
+            return None if request.is_oneway else error_response(request, exc)
+
+    async def _routed(self, request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand | None:
         route = ROUTES.get(request.code)
         if route is None:
-            if fallback is not None:
-                return await fallback(request, endpoint)
+            if self._fallback is not None:
+                return await self._fallback(request, endpoint)
             return make_response(
                 request,
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                 f"request code {request.code} is not supported",
             )
         try:
-            return await route(ctx, request, endpoint)
+            return await route(self._ctx, request, endpoint)
         except Exception as exc:  # noqa: BLE001 - mapped to a response code in one place
             return None if request.is_oneway else error_response(request, exc)
 
-    return handle
+
+def make_handler(ctx: RemotingContext, fallback: Fallback | None = None) -> BrokerHandler:
+    """The per-request handler of a broker connection; ``fallback`` serves other codes (the name server)."""
+    return BrokerHandler(ctx, fallback)

@@ -4,6 +4,8 @@ END_TRANSACTION (37)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Coroutine
+from typing import Any
 
 from txmq.broker.send import SendContext
 from txmq.common import errors, msgid
@@ -16,6 +18,7 @@ from txmq.protocol.remoting.codes import (
     ResponseCode,
 )
 from txmq.protocol.remoting.command import RemotingCommand, make_response
+from txmq.protocol.remoting.frame import encode_send_response
 from txmq.protocol.remoting.headers import (
     EndTransactionRequestHeader,
     SendMessageRequestHeader,
@@ -25,7 +28,8 @@ from txmq.protocol.remoting.headers import (
 from txmq.protocol.remoting.message_codec import decode_batch_entries
 from txmq.server.remoting.context import RemotingContext
 from txmq.server.remoting.convert import to_lean, to_message
-from txmq.server.remoting_transport import RemotingEndpoint
+from txmq.server.remoting.status import error_response
+from txmq.server.remoting_transport import Deferred, RemotingEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +62,50 @@ def _messages(
     return lane, []
 
 
-async def send(ctx: RemotingContext, request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand:
-    """Store one message or one atomic batch; answer with the offset message id(s) and queue position."""
+def send(
+    ctx: RemotingContext, request: RemotingCommand, endpoint: RemotingEndpoint
+) -> Deferred | Coroutine[Any, Any, RemotingCommand]:
+    """Store one message or one atomic batch; answer with the offset message id(s) and queue position.
+
+    A send-lane message (NORMAL/FIFO) is appended here, synchronously, and answered from a callback
+    once its group is durable (ASYNC: written at the end of this loop turn): no task per request.
+    Any other send (transactional, delayed) is a coroutine the transport runs as a task."""
     header = parse_send_header(request)
     lane, messages = _messages(header, request.body, _is_batch(request, header))
     context = _context(header.producer_group, endpoint.peer, header.queue_id)
-    if lane:
-        results = await ctx.broker.send_lean(header.topic, lane, context)
-    else:
-        results = await ctx.broker.send(messages, context)
+    if not lane:
+        return _send_general(ctx, request, messages, context)
+    if len(lane) > 1:
+        return _send_batch(ctx, request, header.topic, lane, context)
+    sender = ctx.broker.sender
+    appended = sender.lane_append(header.topic, lane, context)
+
+    def answer(exc: Exception | None) -> RemotingCommand | bytes:
+        if exc is not None:
+            return error_response(request, exc)
+        # one NORMAL/FIFO message (batches take _send_batch): no transaction id, no recall handle
+        (result,) = sender.lane_results(appended)
+        msg_id = result.offset_message_id or result.message_id
+        return encode_send_response(request, msg_id, result.queue.queue_id, result.queue_offset)
+
+    return Deferred(appended.durable, answer)
+
+
+async def _send_batch(
+    ctx: RemotingContext, request: RemotingCommand, topic: str, lane: list[LeanMessage], context: SendContext
+) -> RemotingCommand:
+    """A lane batch (SEND_BATCH_MESSAGE): appended column by column, answered from the columns."""
+    sent = await ctx.broker.send_lean_batch(topic, lane, context)
+    fields = send_response_fields(
+        ",".join(sent.offset_ids), sent.queue_ids[0], sent.queue_offsets[0], None, ",".join(sent.message_ids)
+    )
+    return make_response(request, ResponseCode.SUCCESS, ext_fields=fields)
+
+
+async def _send_general(
+    ctx: RemotingContext, request: RemotingCommand, messages: list[Message], context: SendContext
+) -> RemotingCommand:
+    results = await ctx.broker.send(messages, context)
     return make_response(request, ResponseCode.SUCCESS, ext_fields=_response_fields(results))
 
 

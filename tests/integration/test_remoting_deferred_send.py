@@ -1,0 +1,94 @@
+"""Sends answered from a callback on the group write (no task per request): the answers, their
+order, a group write that fails (ENOSPC) and oneway sends, through the real transport on loopback
+with an in-process broker on a FaultyFileSystem (ASYNC flush: acknowledged once written)."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.integration.remoting_support import send_header
+from txmq.broker.broker import Broker
+from txmq.broker.config import BrokerConfig
+from txmq.protocol.remoting.codes import RequestCode, ResponseCode
+from txmq.server.remoting.context import RemotingContext
+from txmq.server.remoting.dispatch import make_handler
+from txmq.server.remoting_transport import RemotingEndpoint, RemotingServer, connect, serve
+from txmq.storage.api import FlushMode
+from txmq.storage.fs import FaultyFileSystem
+
+
+@dataclass
+class Door:
+    broker: Broker
+    fs: FaultyFileSystem
+    server: RemotingServer
+    client: RemotingEndpoint
+
+
+@pytest.fixture
+async def door() -> AsyncIterator[Door]:
+    fs = FaultyFileSystem()
+    broker = await Broker.open(BrokerConfig(data_dir="/data", flush=FlushMode.ASYNC), fs=fs)
+    server = await serve("127.0.0.1", 0, make_handler(RemotingContext(broker, "127.0.0.1:10911")))
+    client = await connect("127.0.0.1", server.port)
+    yield Door(broker, fs, server, client)
+    await client.close()
+    await server.close()
+    await broker.close()
+
+
+async def test_pipelined_sends_are_answered_in_order_with_their_offsets(door: Door) -> None:
+    futures = [
+        door.client.request_nowait(
+            RequestCode.SEND_MESSAGE_V2, send_header("Def", {}, queue_id=1), b"m%d" % i
+        )
+        for i in range(300)
+    ]
+    replies = await asyncio.gather(*futures)
+    assert [r.code for r in replies] == [ResponseCode.SUCCESS] * 300
+    assert [int(r.ext_fields["queueOffset"]) for r in replies] == list(range(300))
+    assert all(r.ext_fields["queueId"] == "1" for r in replies)
+    stored = door.broker.store.read_queue("Def", 1, 0, 300)
+    assert [m.body for m in stored.records] == [b"m%d" % i for i in range(300)]
+
+
+async def test_a_failed_group_write_answers_every_send_of_the_group_with_an_error(door: Door) -> None:
+    ok = await door.client.request(RequestCode.SEND_MESSAGE_V2, send_header("DefF", {}, queue_id=0), b"a")
+    assert ok.code == ResponseCode.SUCCESS
+    door.fs.fail_next_write(errno.ENOSPC)
+    futures = [
+        door.client.request_nowait(RequestCode.SEND_MESSAGE_V2, send_header("DefF", {}, queue_id=0), b"b")
+        for _ in range(20)
+    ]
+    replies = await asyncio.gather(*futures)
+    failed = [r for r in replies if r.code != ResponseCode.SUCCESS]
+    assert failed, "the failed write was acknowledged"
+    assert {r.code for r in failed} == {ResponseCode.SERVICE_NOT_AVAILABLE}
+    assert all(r.remark for r in failed)
+    # nothing that was refused is stored: every stored record after the first was acknowledged
+    acked = sum(r.code == ResponseCode.SUCCESS for r in replies)
+    assert len(door.broker.store.read_queue("DefF", 0, 0, 100).records) == 1 + acked
+
+
+async def test_oneway_sends_are_stored_and_never_answered(door: Door) -> None:
+    for i in range(5):
+        assert door.client.oneway(
+            RequestCode.SEND_MESSAGE_V2, send_header("DefO", {}, queue_id=0), b"o%d" % i
+        )
+    probe = await door.client.request(RequestCode.SEND_MESSAGE_V2, send_header("DefO", {}, queue_id=0), b"p")
+    assert probe.code == ResponseCode.SUCCESS
+    assert probe.ext_fields["queueOffset"] == "5"  # the five oneway sends came first, unanswered
+
+
+async def test_a_refused_send_is_answered_at_once(door: Door) -> None:
+    reply = await door.client.request(RequestCode.SEND_MESSAGE_V2, send_header("DefE", {}, queue_id=0), b"")
+    assert reply.code == ResponseCode.MESSAGE_ILLEGAL
+    bad_queue = await door.client.request(
+        RequestCode.SEND_MESSAGE_V2, send_header("DefE", {}, queue_id=99), b"x"
+    )
+    assert bad_queue.code == ResponseCode.MESSAGE_ILLEGAL
