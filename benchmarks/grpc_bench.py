@@ -52,6 +52,7 @@ import psutil  # noqa: E402
 from tests.conftest import free_port, subprocess_env  # noqa: E402
 from tests.integration.remoting_support import wait_for_line  # noqa: E402
 
+from txmq import native  # noqa: E402
 from txmq.common.message import MessageType, MessageView  # noqa: E402
 from txmq.protocol.grpc import convert, pb  # noqa: E402
 from txmq.server.runtime import install_uvloop  # noqa: E402
@@ -424,7 +425,7 @@ async def run(args: argparse.Namespace) -> None:
                     await prefill(target, args.receive_prefill)
         for workload in only:
             for rnd, target in itertools.product(range(args.rounds), targets):
-                spy = _py_spy(args.py_spy, target, workload, rnd, args.seconds)
+                spy = _py_spy(args.py_spy, target, workload, rnd, args.seconds, args.py_spy_native)
                 result = await measure(target, workload, rnd, args.seconds, workers[workload])
                 if spy is not None:
                     spy.wait()
@@ -444,6 +445,7 @@ async def run(args: argparse.Namespace) -> None:
     document = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "host": {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "native": native.summary(),
         "note": "shared machine (other jobs running): compare ratios within this run only",
         "summary": rows,
         "runs": [asdict(r) for r in runs],
@@ -452,8 +454,12 @@ async def run(args: argparse.Namespace) -> None:
     print(f"\nwrote {out.relative_to(ROOT)}")
 
 
-def _py_spy(out_dir: str, target: Target, workload: str, rnd: int, seconds: float) -> Any:
-    """With ``--py-spy DIR``: sample the txmq broker during the timed window (collapsed stacks)."""
+def _py_spy(
+    out_dir: str, target: Target, workload: str, rnd: int, seconds: float, native: bool = False
+) -> Any:
+    """With ``--py-spy DIR``: sample the txmq broker during the timed window (collapsed stacks;
+    ``--py-spy-native``: with native frames, e.g. grpc's C core and protobuf; py-spy then pauses the
+    broker for every sample, so that round's figures are not comparable)."""
     if not out_dir or target.system != "txmq":
         return None
     Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -462,6 +468,8 @@ def _py_spy(out_dir: str, target: Target, workload: str, rnd: int, seconds: floa
         "--format", "raw", "--rate", "250", "--duration", str(int(seconds + WARMUP_S)),
         "-o", f"{out_dir}/{workload}-{rnd}.txt",
     ]  # fmt: skip
+    if native:  # py-spy reads native stacks only while the process is paused: that round runs slower
+        command[command.index("--nonblocking")] = "--native"
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -477,6 +485,7 @@ def main() -> None:
     parser.add_argument("--only", default="")
     parser.add_argument("--out", default="")
     parser.add_argument("--py-spy", default="", help="sample the broker with py-spy into this directory")
+    parser.add_argument("--py-spy-native", action="store_true", help="with --py-spy: native frames too")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop", help="bare server's loop")
     parser.add_argument("--flush", choices=("sync", "async"), default="sync", help="txmq's flush mode")
     parser.add_argument(

@@ -6,6 +6,7 @@ that is not valid protobuf (garbage, a truncation, invalid UTF-8 in a string fie
 same handlers are built from the service descriptor with a deserializer that returns a
 :class:`Malformed` marker instead of raising, and the call is answered with the RPC's own response
 type carrying ``BAD_REQUEST`` and the decoder's reason - the v2 protocol's way to reject a request.
+A handler may also answer with its response already serialized (``bytes``): it is sent as is.
 """
 
 from __future__ import annotations
@@ -39,6 +40,19 @@ def _parser(cls: Any) -> Callable[[bytes], Any]:
             return Malformed(f"malformed {cls.DESCRIPTOR.name}: {exc}")
 
     return parse
+
+
+def _serializer(cls: Any) -> Callable[[Any], bytes]:
+    """``cls.SerializeToString``, except that a handler may answer with the response already
+    serialized (``bytes``, from :mod:`txmq.protocol.grpc.wire`), which is passed through."""
+    serialize = cls.SerializeToString
+
+    def serializer(response: Any) -> bytes:
+        if response.__class__ is bytes:
+            return response
+        return serialize(response)  # type: ignore[no-any-return]
+
+    return serializer
 
 
 def _rejection(response_cls: Any, malformed: Malformed) -> Any:
@@ -96,7 +110,7 @@ def messaging_handler(servicer: Any) -> grpc.GenericRpcHandler:
         fn = getattr(servicer, method.name)
         options: dict[str, Any] = {
             "request_deserializer": _parser(request_cls),
-            "response_serializer": response_cls.SerializeToString,
+            "response_serializer": _serializer(response_cls),
         }
         if method.client_streaming and method.server_streaming:
             handlers[method.name] = grpc.stream_stream_rpc_method_handler(

@@ -20,7 +20,7 @@ from txmq.broker.send import SendContext
 from txmq.broker.topics import TopicConfig
 from txmq.common import errors, limits
 from txmq.common.message import Message, MessageView
-from txmq.protocol.grpc import convert, pb, routes
+from txmq.protocol.grpc import convert, pb, routes, wire
 from txmq.protocol.grpc.status import status_of
 from txmq.server import grpc_telemetry
 from txmq.server.admin_grpc import admin_handler
@@ -180,18 +180,9 @@ class MessagingServicer:
                 for m in request.messages
             ]
             return S.SendMessageResponse(status=failed, entries=entries)
-        reply = S.SendMessageResponse()
-        reply.status.CopyFrom(convert.OK_STATUS)
-        add, ok = reply.entries.add, convert.OK_STATUS  # filled in place, not built and then copied
-        for result in results:
-            add(
-                status=ok,
-                message_id=result.message_id,
-                transaction_id=result.transaction_id or "",
-                offset=result.queue_offset,
-                recall_handle=result.recall_handle or "",
-            )
-        return reply
+        # the serialized reply, written directly (wire.py): a SendResultEntry per message filled
+        # through protobuf costs ~4x more; grpc_decode's serializer passes bytes through
+        return wire.send_reply(results)
 
     @_unary(S.EndTransactionResponse)
     async def EndTransaction(self, request: Any, context: Any) -> Any:
