@@ -31,7 +31,13 @@ Broker's own send preparation on the data dir, then
    commits workload; goal: the prefilled broker keeps >= 90 % of the empty one's throughput. The brokers'
    idle CPU (background services, the check service included) is reported too.
 
-Usage: ``python benchmarks/tx_bench.py commits|pending|all [--seconds 5] [--rounds 2] [--out NAME]``.
+``steps``: the broker's CPU for each step of a transaction, in process (no sockets; ASYNC flush, so no
+fsync wait): ``--count`` half sends (``Broker.send``), then their END_TRANSACTION commits
+(``Broker.end_transaction``), ``--reps`` times; thread CPU per transaction of each step (min, first
+quartile, median). Less noisy than the rates: for an A/B, run it in both worktrees at the same time.
+
+Usage: ``python benchmarks/tx_bench.py commits|pending|steps|all [--seconds 5] [--rounds 2] [--out NAME]``
+(``all``: commits and pending).
 The machine is shared: compare figures of one run only.
 """
 
@@ -60,6 +66,7 @@ import psutil  # noqa: E402
 from tests.conftest import subprocess_env  # noqa: E402
 from tests.integration.grpc_harness import BrokerProcess  # noqa: E402
 
+from txmq import native  # noqa: E402
 from txmq.server.runtime import install_uvloop  # noqa: E402
 
 BODY = os.urandom(512).hex().encode()  # 1 KB
@@ -363,6 +370,52 @@ def _print_commits(run: dict[str, Any]) -> None:
     )
 
 
+# ---- the broker's steps, in process -----------------------------------------------------------------
+async def step_costs(count: int, reps: int) -> dict[str, Any]:
+    """Thread CPU per transaction of the half send and of the END_TRANSACTION commit (see the docstring)."""
+    from txmq.broker.broker import Broker
+    from txmq.broker.config import BrokerConfig
+    from txmq.broker.send import SendContext
+    from txmq.common.message import Message
+    from txmq.storage.api import FlushMode
+
+    samples: dict[str, list[float]] = {"half_send": [], "end_commit": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = await Broker.open(BrokerConfig(data_dir=tmp, flush=FlushMode.ASYNC))
+        ctx = SendContext(producer_group="pgSteps", born_host="127.0.0.1:5555")
+        try:
+            for rep in range(reps + 1):  # the first is a warm-up
+                c0 = time.thread_time()
+                halves = [
+                    (await broker.send([Message("StepTopic", BODY, transactional=True)], ctx))[0]
+                    for _ in range(count)
+                ]
+                c1 = time.thread_time()
+                for half in halves:
+                    txid = half.transaction_id or ""
+                    await broker.end_transaction(
+                        topic="StepTopic", message_id=half.message_id, transaction_id=txid, commit=True,
+                        from_check=False,
+                    )  # fmt: skip
+                c2 = time.thread_time()
+                if rep:
+                    samples["half_send"].append((c1 - c0) / count * 1e6)
+                    samples["end_commit"].append((c2 - c1) / count * 1e6)
+        finally:
+            await broker.close()
+    result: dict[str, Any] = {"count": count, "reps": reps}
+    for step, values in samples.items():
+        values.sort()
+        figures = {"min": values[0], "q1": values[len(values) // 4], "median": statistics.median(values)}
+        result[f"{step}_us"] = figures
+        print(
+            f"{step:<11} us/tx: min {figures['min']:6.1f}  q1 {figures['q1']:6.1f}  "
+            f"median {figures['median']:6.1f}",
+            flush=True,
+        )
+    return result
+
+
 # ---- pending half messages -------------------------------------------------------------------------
 async def prefill_halves(data_dir: Path, count: int) -> dict[str, Any]:
     """``count`` undecided half messages, written in process as the send path would write them."""
@@ -533,13 +586,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("what", nargs="?", choices=("commits", "pending", "all"), default="all")
+    parser.add_argument("what", nargs="?", choices=("commits", "pending", "steps", "all"), default="all")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--transports", default=",".join(TRANSPORTS))
     parser.add_argument("--halves", type=int, default=1_000_000)
     parser.add_argument("--tick-rounds", type=int, default=200)
     parser.add_argument("--inflight", type=int, default=8, help="transactions in flight, native-many")
+    parser.add_argument("--count", type=int, default=500, help="transactions per repetition, steps")
+    parser.add_argument("--reps", type=int, default=12, help="repetitions, steps")
     parser.add_argument("--out", default="")
     parser.add_argument("--py-spy", default="", help="sample the broker with py-spy into this directory")
     parser.add_argument("--worker", default="", help=argparse.SUPPRESS)
@@ -555,8 +610,10 @@ def main() -> None:
     document: dict[str, Any] = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "host": {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "native": native.summary(),
         "note": "shared machine (other jobs running): compare figures within this run only",
     }
+    print(document["native"], flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         os.environ["HOME"] = str(home)  # the official client writes logs under HOME
@@ -564,6 +621,8 @@ def main() -> None:
             document["commits"] = commits(args, home)
         if args.what in ("pending", "all"):
             document["pending"] = pending(args, home)
+        if args.what == "steps":
+            document["steps"] = asyncio.run(step_costs(args.count, args.reps))
     out = ROOT / "benchmarks" / "results" / "tx" / f"{args.out or time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(document, indent=2) + "\n")

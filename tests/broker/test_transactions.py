@@ -223,3 +223,26 @@ async def test_snapshot_with_early_decisions_restores_them(tmp_path: Path, clock
         assert sorted(await visible(broker)) == [b"d0", b"d2"]
     finally:
         await broker.close()
+
+
+async def test_snapshot_written_only_when_it_changed(tmp_path: Path, clock: FakeClock) -> None:
+    """An idle broker does not rewrite its transaction snapshot every second (two fsyncs and a rename
+    on the event loop each time): a save of an unchanged snapshot writes nothing."""
+    broker = await Broker.open(make_config(tmp_path), clock=clock)
+    try:
+        attach_producer(broker, "p1", "pg")
+        await half(broker, b"pending")
+        broker.transactions.save()
+        (snapshot,) = tmp_path.rglob("transactions.json")
+        snapshot.rename(snapshot.with_suffix(".seen"))  # a write would put it back
+        for _ in range(3):
+            clock.advance(1_500)
+            await broker.tick(clock.now_ms())
+            broker.transactions.save()
+        assert not snapshot.exists()
+        mid, txid = await half(broker, b"decided")
+        await end(broker, mid, txid, True)
+        broker.transactions.save()
+        assert snapshot.exists()
+    finally:
+        await broker.close()

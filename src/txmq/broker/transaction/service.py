@@ -27,16 +27,17 @@ import asyncio
 import dataclasses
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from txmq.broker.records import split_host, to_view
+from txmq.broker.records import keys_of, split_host, to_view
 from txmq.broker.reput import to_real_topic
-from txmq.common import errors, msgid, names
+from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.message import MessageView, SysFlag
-from txmq.storage.api import PutRequest, StoredRecord
+from txmq.storage.api import AppendResult, PutRequest, StoredRecord
 
 from .decide import ActionKind, CheckPolicy, HalfView, decide, immunity_ms_from_property, next_due_ms
 from .history import EventKind, TxnEvent, TxnRecord, fold, step
@@ -91,7 +92,14 @@ class TransactionService:
         self._schedule = DueSchedule()
         self._round_cursor: RoundCursor = START
         self._last_save_ms = 0
+        self._saved_payload: bytes | None = None  # the snapshot last written
         self._deciding: dict[int, asyncio.Lock] = {}  # one decision at a time per half message
+        # halves just stored, by offset, as the log holds them (with their properties), until their
+        # END_TRANSACTION takes them: the decision then reads nothing back (bounded, oldest out first)
+        self._halves: OrderedDict[int, tuple[StoredRecord, dict[str, str]]] = OrderedDict()
+        self._halves_bytes = 0  # their bodies and properties
+        self._store_host = self._store.config.store_host
+        broker.sender.half_stored = self.half_stored
         self.checks_sent = 0
         self.discarded = 0
         host, port = split_host(self._store.config.store_host)
@@ -107,6 +115,29 @@ class TransactionService:
         if parsed is None:
             raise errors.InvalidTransactionId(f"{transaction_id!r} is not a txmq transaction id")
         return parsed[2]
+
+    def half_stored(self, request: PutRequest, properties: dict[str, str], appended: AppendResult) -> None:
+        """Keep a half message the send path just stored (its write succeeded, so nothing rolls it
+        back): the record :meth:`MessageStore.read` would return at ``appended.physical_offset``, and
+        ``properties``, what ``request.properties`` encodes."""
+        size = len(request.body) + len(request.properties)
+        if request.topic != names.HALF_TOPIC or size > limits.transaction_half_cache_bytes_max:
+            return
+        halves = self._halves
+        while halves and (
+            len(halves) >= limits.transaction_half_cache_max
+            or self._halves_bytes + size > limits.transaction_half_cache_bytes_max
+        ):  # the oldest out: O(1) (a dict's first key is a scan past the keys deleted before it)
+            old, _ = halves.popitem(last=False)[1]
+            self._halves_bytes -= len(old.body) + len(old.properties)
+        self._halves_bytes += size
+        record = StoredRecord(
+            appended.physical_offset, appended.size, request.topic, request.queue_id,
+            appended.queue_offset, request.body, request.properties, request.tags_code, request.flag,
+            request.sys_flag, request.born_timestamp_ms, request.born_host, appended.store_timestamp_ms,
+            self._store_host, request.reconsume_times, request.prepared_transaction_offset,
+        )  # fmt: skip
+        halves[appended.physical_offset] = (record, properties)
 
     def _read_half(self, half_offset: int) -> StoredRecord:
         try:
@@ -131,8 +162,13 @@ class TransactionService:
     ) -> None:
         """Apply a producer's (or an operator's) decision; the first terminal decision wins."""
         half_offset = self._half_offset(transaction_id)
-        half = self._read_half(half_offset)
-        decoded = props.decode(half.properties)
+        kept = self._halves.pop(half_offset, None)
+        if kept is None:
+            half = self._read_half(half_offset)
+            decoded = props.decode(half.properties)
+        else:
+            half, decoded = kept
+            self._halves_bytes -= len(half.body) + len(half.properties)
         if message_id and decoded.get(props.UNIQ_KEY) not in (message_id, None):
             raise errors.InvalidTransactionId(
                 f"transaction {transaction_id} belongs to message {decoded.get(props.UNIQ_KEY)}, "
@@ -215,7 +251,8 @@ class TransactionService:
         # the committed message names its transaction, so consumers (the Spark source's transaction_id)
         # can tell which transaction published it
         txid = {props.TRANSACTION_ID: self.transaction_id_of(half.physical_offset)}
-        return to_real_topic(half, decoded, sys_flag=SysFlag.TRANSACTION_COMMIT, extra=txid)
+        keys = keys_of(decoded)  # KEYS and UNIQ_KEY travel unchanged: the dispatcher decodes nothing
+        return to_real_topic(half, decoded, sys_flag=SysFlag.TRANSACTION_COMMIT, extra=txid, index_keys=keys)
 
     def _state_of(self, half_offset: int, queue_offset: int | None = None) -> TxnState:
         """The state of the half message at ``half_offset`` (``queue_offset``: its half-queue offset,
@@ -253,6 +290,7 @@ class TransactionService:
             body=event.encode(),
             properties=properties.encode(),
             born_timestamp_ms=event.at_ms,
+            index_keys=(op_key(half_offset),),  # what records.index_keys finds in these properties
         )
 
     async def _append_events(self, half_offset: int, events: Sequence[TxnEvent]) -> None:
@@ -504,7 +542,13 @@ class TransactionService:
 
     # ---- persistence ---------------------------------------------------------------------------
     def save(self) -> None:
-        self._meta.save_encoded(_FILE, self.snapshot_json().encode("utf-8"))
+        """Write the snapshot, unless it is the one last written (an idle broker then writes nothing:
+        each save is two fsyncs and a rename on the event loop, a stall of every other request)."""
+        payload = self.snapshot_json().encode("utf-8")
+        if payload == self._saved_payload:
+            return
+        self._meta.save_encoded(_FILE, payload)
+        self._saved_payload = payload
 
     def snapshot_json(self) -> str:
         """The snapshot document as JSON text: ``{"cursor", "early", "op_applied", "watched"}``.
