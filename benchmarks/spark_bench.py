@@ -112,13 +112,18 @@ def pull_to_arrow(broker: BrokerProcess, topic: str, lean: bool) -> tuple[int, f
         return n, time.perf_counter() - start, time.process_time() - cpu
 
 
-def spark_cpu() -> tuple[float, float]:
+def spark_cpu(broker: BrokerProcess) -> tuple[float, float]:
     """CPU seconds of Spark's Python workers (every Python process under the JVM, with the workers they
-    already reaped: where the source's read runs) and of the JVM itself."""
+    already reaped: where the source's read and its planning run) and of the JVM itself. The broker,
+    also a Python child of this process, is not counted here (``broker_cpu``)."""
     import psutil
 
+    assert broker.process is not None
+    skip = {broker.process.pid}
     workers = jvm = 0.0
     for proc in psutil.Process().children(recursive=True):
+        if proc.pid in skip:
+            continue
         try:
             name = proc.name()
             t = proc.cpu_times()
@@ -273,6 +278,7 @@ def main() -> None:
 
             results: dict[str, list[float]] = {}
             worker_cpus: dict[str, list[float]] = {}
+            totals: dict[str, list[float]] = {}
             for r in range(args.rounds):
                 for mode in args.modes.split(","):
                     df = (
@@ -282,22 +288,24 @@ def main() -> None:
                         .option("arrow", "true" if mode == "arrow" else "false")
                         .load()
                     )
-                    t0, (workers, jvm), brk = time.perf_counter(), spark_cpu(), broker_cpu(broker)
+                    t0, (workers, jvm), brk = time.perf_counter(), spark_cpu(broker), broker_cpu(broker)
                     df.write.format("noop").mode("overwrite").save()
                     secs = time.perf_counter() - t0
-                    workers_after, jvm_after = spark_cpu()
+                    workers_after, jvm_after = spark_cpu(broker)
                     workers = (workers_after - workers) / args.messages * 1e6
                     jvm = (jvm_after - jvm) / args.messages * 1e6
                     brk = (broker_cpu(broker) - brk) / args.messages * 1e6
                     rate = args.messages / secs
                     results.setdefault(mode, []).append(rate)
                     worker_cpus.setdefault(mode, []).append(workers)
+                    totals.setdefault(mode, []).append(workers + jvm + brk)
                     print(f"round {r + 1} {mode:6s}: {args.messages} in {secs:.2f} s = {rate:,.0f} msg/s, "
                           f"CPU us/msg: Python workers {workers:.1f}, JVM {jvm:.1f}, "
-                          f"broker {brk:.1f}")  # fmt: skip
+                          f"broker {brk:.1f}, total {workers + jvm + brk:.1f}")  # fmt: skip
             for mode, rates in results.items():
                 print(f"median {mode:6s}: {statistics.median(rates):,.0f} msg/s, Python workers "
-                      f"{statistics.median(worker_cpus[mode]):.1f} us/msg")  # fmt: skip
+                      f"{statistics.median(worker_cpus[mode]):.1f} us/msg, all processes "
+                      f"{statistics.median(totals[mode]):.1f} us/msg")  # fmt: skip
             print(f"load average at the end: {os.getloadavg()}")
             spark.stop()
         finally:

@@ -147,6 +147,22 @@ class Session:
                     if columns[0]:
                         yield columns
 
+    def pull_arrow(self, rng: off.QueueRange, arrow_schema: Any) -> Iterator[Any]:
+        """The rows of ``rng`` in offset order as ``pyarrow.RecordBatch``es of ``arrow_schema``, one per
+        pulled batch: over remoting built column by column from the pull bodies
+        (``rows.arrow_of_pulled``), over gRPC from the transport's views."""
+        if not isinstance(self.transport, RemotingTransport):
+            for columns in self.pull_columns(rng):
+                yield rows.arrow_of(columns, arrow_schema)
+            return
+        tags = parse_tags(self.opts.tags)
+        with contextlib.closing(self._batches(rng, self._pull_raw)) as batches:
+            for raw in batches:
+                if raw.body:
+                    batch = rows.arrow_of_pulled(raw.body, tags, rng.end, arrow_schema)
+                    if batch is not None:
+                        yield batch
+
     def _batches(
         self, rng: off.QueueRange, pull: Callable[[MessageQueue, int, int], asyncio.Task[B]]
     ) -> Generator[B, None, None]:

@@ -155,3 +155,16 @@ def arrow_of(columns: Columns, arrow_schema: Any) -> Any:
         cols[i] = [None if ms is None else ms * 1000 for ms in cols[i]]
     arrays = [pa.array(col, type=f.type) for col, f in zip(cols, arrow_schema, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+
+def arrow_of_pulled(body: bytes, tags: frozenset[str] | None, end: int, arrow_schema: Any) -> Any:
+    """``arrow_of(columns_of_pulled(body, tags, end), arrow_schema)``, or None when no row is left:
+    built column by column (``arrow_pulled.batch_of_pulled``) unless the body holds something only
+    the reference path covers."""
+    from txmq.spark.arrow_pulled import Unsupported, batch_of_pulled
+
+    try:
+        return batch_of_pulled(body, tags, end, arrow_schema)
+    except Unsupported:
+        columns = columns_of_pulled(body, tags, end)
+        return arrow_of(columns, arrow_schema) if columns[0] else None

@@ -43,7 +43,7 @@ from txmq.spark import offsets as off
 from txmq.spark import options as opt
 from txmq.spark import schema as sch
 from txmq.spark.fetch import Session, data_loss
-from txmq.spark.rows import arrow_of, tuples_of
+from txmq.spark.rows import tuples_of
 from txmq.spark.sink import SinkMixin
 
 _TYPES: dict[str, DataType] = {
@@ -80,10 +80,10 @@ def _read(opts: opt.SourceOptions, schema: StructType, partition: InputPartition
 
         arrow_schema = to_arrow_schema(schema, timezone="UTC")
     with Session(opts) as session:
-        for columns in session.pull_columns(rng):
-            if arrow_schema is not None:
-                yield arrow_of(columns, arrow_schema)
-            else:
+        if arrow_schema is not None:
+            yield from session.pull_arrow(rng, arrow_schema)
+        else:
+            for columns in session.pull_columns(rng):
                 yield from tuples_of(columns)
 
 
