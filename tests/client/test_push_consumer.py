@@ -197,3 +197,27 @@ async def test_tag_expression_filters(broker: BrokerProcess, unique: str) -> Non
         async with c:
             await wait_until(lambda: len(seen) >= 3, what="three matching messages")
     assert sorted(t or "" for t in seen) == ["a", "a", "c"]
+
+
+async def test_last_offset_consumer_gets_what_is_sent_after_start(broker: BrokerProcess, unique: str) -> None:
+    """consume_from=LAST_OFFSET on a new group: start() settles the start offsets of its first
+    assignment, so messages sent right after it returns are consumed, on every queue, while what was
+    sent before start() is not."""
+    await create_topic(broker, unique, 4)
+    seen: list[bytes] = []
+    lock = threading.Lock()
+
+    def listener(msgs: list[MessageView]) -> ConsumeResult:
+        with lock:
+            seen.extend(m.body for m in msgs)
+        return ConsumeResult.SUCCESS
+
+    async with Producer(broker.namesrv) as producer:
+        for i in range(8):
+            await producer.send(Message(unique, b"old%d" % i))
+        c = consumer(broker, f"g{unique}", unique, listener, consume_from=ConsumeFrom.LAST_OFFSET)
+        async with c:
+            for i in range(8):  # round robin: two on each of the four queues
+                await producer.send(Message(unique, b"new%d" % i))
+            await wait_until(lambda: len(seen) >= 8, what="8 messages consumed")
+    assert sorted(seen) == sorted(b"new%d" % i for i in range(8))

@@ -168,7 +168,11 @@ class PushConsumer:
             return
         if not (self.transport.supports(Feature.PULL) and self.transport.supports(Feature.SEND_BACK)):
             raise errors.Unsupported(f"PushConsumer needs offset pulls and send-back ({self.transport.name})")
-        self._spawn(self._rebalance_loop())
+        # The first assignment, with its start offsets, is settled before start() returns: a message
+        # sent after that reaches this group even under consume_from=LAST_OFFSET (resolving the end
+        # lazily in the fetcher raced with the caller's first sends and skipped them).
+        await self._rebalance_once()
+        self._spawn(self._rebalance_loop(first_done=True))
         self._spawn(self._commit_loop())
 
     async def close(self) -> None:
@@ -215,13 +219,18 @@ class PushConsumer:
         )
 
     # ---- rebalancing --------------------------------------------------------------------------------
-    async def _rebalance_loop(self) -> None:
-        while True:
-            try:
-                await self.rebalance()
-            except errors.TxmqError as exc:
-                log.debug("rebalance of %s failed: %s", self.group, exc)
+    async def _rebalance_loop(self, *, first_done: bool = False) -> None:
+        if first_done:
             await asyncio.sleep(self.rebalance_interval_s)
+        while True:
+            await self._rebalance_once()
+            await asyncio.sleep(self.rebalance_interval_s)
+
+    async def _rebalance_once(self) -> None:
+        try:
+            await self.rebalance()
+        except errors.TxmqError as exc:
+            log.debug("rebalance of %s failed: %s", self.group, exc)
 
     async def rebalance(self) -> None:
         """Recompute this member's queues now (it also runs every ``rebalance_interval_s``)."""
@@ -239,9 +248,14 @@ class PushConsumer:
                 await self._drop(self._queues.pop(mq))
             if self.orderly:
                 await self._relock(list(wanted))
-            for mq, sub in wanted.items():
-                if mq not in self._queues and (not self.orderly or mq in self._locked):
-                    self._add(mq, sub)
+            new = [
+                (mq, sub)
+                for mq, sub in wanted.items()
+                if mq not in self._queues and (not self.orderly or mq in self._locked)
+            ]
+            starts = await asyncio.gather(*(self._start_offset_or_unresolved(mq) for mq, _ in new))
+            for (mq, sub), start in zip(new, starts, strict=True):
+                self._add(mq, sub, start)
 
     async def _relock(self, wanted: Sequence[MessageQueue]) -> None:
         self._locked = await self.transport.lock_queues(self.group, wanted) if wanted else set()
@@ -251,8 +265,8 @@ class PushConsumer:
                 log.info("lost the lock of %s; stop consuming it", mq)
                 await self._drop(self._queues.pop(mq), unlock=False)
 
-    def _add(self, mq: MessageQueue, sub: Subscription) -> None:
-        pq = ProcessQueue(mq, locked=self.orderly)
+    def _add(self, mq: MessageQueue, sub: Subscription, start: int = -1) -> None:
+        pq = ProcessQueue(mq, next_offset=start, locked=self.orderly)
         self._queues[mq] = pq
         pq.fetcher = self._spawn(self._fetch_loop(pq, sub), pq)
         if self.orderly:
@@ -284,6 +298,14 @@ class PushConsumer:
         if self.consume_from is ConsumeFrom.TIMESTAMP:
             return await self.transport.resolve_offset(mq, at_timestamp(self.consume_timestamp_ms))
         return await self.transport.resolve_offset(mq, END)
+
+    async def _start_offset_or_unresolved(self, mq: MessageQueue) -> int:
+        """The start offset now, or -1 when the broker cannot say yet (the fetcher retries)."""
+        try:
+            return await self._start_offset(mq)
+        except errors.TxmqError as exc:
+            log.debug("start offset of %s not resolved yet: %s", mq, exc)
+            return -1
 
     async def _commit(self, pq: ProcessQueue) -> None:
         offset = pq.committable()
