@@ -58,13 +58,19 @@ def _payload(stamp: int, pad: bytes) -> bytes:
 async def _produce_slot(
     producer: Producer, workload: Workload, rec: _Recorder, first_queue: int, interval_ns: int
 ) -> None:
-    """One outstanding request at a time, paced at ``interval_ns`` between requests if > 0."""
+    """One outstanding request at a time, paced at ``interval_ns`` between requests if > 0.
+
+    A slot stops at the deadline only once it has sent a request inside the window: on a loaded host a
+    request sent during warmup can be acked after the deadline, and a slot that stopped then would leave
+    no latency sample at all (the result would say None instead of "slow").
+    """
     pad = bytes(workload.message_bytes - _STAMP.size)
     queue = first_queue % workload.queues
     next_at = time.perf_counter_ns()
+    sampled = False
     while True:
         now = time.perf_counter_ns()
-        if now >= rec.deadline:
+        if now >= rec.deadline and sampled:
             return
         if interval_ns:
             if next_at > now:
@@ -74,6 +80,7 @@ async def _produce_slot(
         payload = _payload(now, pad)
         await producer.send(queue, [payload] * workload.batch)
         rec.on_ack(now, time.perf_counter_ns(), workload.batch)
+        sampled = sampled or now >= rec.measure_from
         queue = (queue + 1) % workload.queues
 
 

@@ -5,14 +5,17 @@ Figures are never asserted (the machine is shared); counts, statuses and clean t
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import shutil
 import socket
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from benchmarks.harness import STANDARD_WORKLOADS, Driver, Workload, make_driver, registry, run_workload
+from benchmarks.harness.driver import Producer
 from benchmarks.harness.drivers.memory import MemoryDriver
 from typer.testing import CliRunner
 
@@ -71,6 +74,43 @@ async def test_memory_driver_runs_every_standard_workload() -> None:
         assert cpu["server_pct"] is None  # no server process to measure
         if name == "e2e-500":
             assert result["consumed_messages"] == result["acked_messages"]
+
+
+class _SlowFirstSend(MemoryDriver):
+    """The memory driver whose first send is acked only after the measured window has closed: what a
+    subprocess broker's first request (connection set-up) looks like on a heavily loaded host."""
+
+    def __init__(self, stall_s: float) -> None:
+        super().__init__()
+        self._stall_s = stall_s
+
+    async def producer(self, index: int) -> Producer:
+        inner = await super().producer(index)
+        stall = [self._stall_s]
+
+        class Stalling:
+            async def send(self, queue: int, payloads: Sequence[bytes]) -> None:
+                if stall:
+                    await asyncio.sleep(stall.pop())
+                await inner.send(queue, payloads)
+
+            async def close(self) -> None:
+                await inner.close()
+
+        return Stalling()
+
+
+async def test_a_warmup_request_acked_after_the_window_still_leaves_latency_samples() -> None:
+    """Regression: the smoke tests saw ``publish_latency`` None under load, because the only request sent
+    before the window ended was the one sent during warmup; every slot now sends at least one request
+    inside the window."""
+    workload = _tiny("e2e-500")
+    stall_s = workload.warmup_s + workload.duration_s + 0.05  # the first ack lands after the deadline
+    result = await run_workload(_SlowFirstSend(stall_s), workload)
+    _assert_ok(result)
+    assert result["publish_latency"] is not None
+    assert result["e2e_latency"] is not None
+    assert result["consumed_messages"] == result["acked_messages"]
 
 
 async def test_unsupported_workload_is_reported_not_run() -> None:
