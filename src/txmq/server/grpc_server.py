@@ -8,6 +8,7 @@ here; failures become a v2 ``Status`` in :mod:`txmq.protocol.grpc.status` only. 
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -374,9 +375,18 @@ async def serve(
         options=[
             ("grpc.max_receive_message_length", limits.grpc_message_bytes_max),
             ("grpc.max_send_message_length", limits.grpc_message_bytes_max),
+            # gRPC's default SO_REUSEPORT lets a second broker bind a port the first one listens on:
+            # both start "ready" and the kernel splits connections between them. A taken port must fail.
+            ("grpc.so_reuseport", 0),
         ],
     )
-    bound = server.add_insecure_port(f"{host}:{port}")
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError as exc:  # grpc says only "Failed to bind"; the CLI reports OSErrors cleanly
+        raise OSError(
+            errno.EADDRINUSE,
+            f"cannot bind the gRPC port {host}:{port}: address already in use (or not an address of this host)",
+        ) from exc
     servicer = MessagingServicer(broker, advertised_host or _advertised(host), bound)
     server.add_generic_rpc_handlers((messaging_handler(servicer),))  # undecodable requests: BAD_REQUEST
     server.add_generic_rpc_handlers((admin_handler(broker),))
