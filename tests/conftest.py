@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import queue
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -25,9 +29,61 @@ def subprocess_env(home: Path) -> dict[str, str]:
 
 PYTHON = sys.executable
 
+START_ATTEMPTS = 5
+
+
+def port_taken(output: str) -> bool:
+    """Whether a child broker or name server exited because a port it was given is taken.
+
+    ``free_port()`` checks a port is free, the child binds it a second or two later: another process on
+    this host (a parallel test run, a benchmark) can take it in between. The harnesses then pick fresh
+    ports and start again (``START_ATTEMPTS``); a restart keeps its ports, clients are bound to them.
+    """
+    return "address already in use" in output.lower()
+
 
 @pytest.fixture
 def home_dir(tmp_path: Path) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     return home
+
+
+class OutputPump:
+    """Reads a child's output on a thread for as long as it runs.
+
+    A child whose stdout/stderr pipe nobody reads blocks in ``write`` once the pipe holds 64 KiB: a
+    broker logging warnings through a long test would then hang every request. Lines are kept here.
+    """
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        streams = [s for s in (process.stdout, process.stderr) if s is not None]
+        self._open = len(streams)
+        for stream in streams:
+            threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream: object) -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            self.lines.append(line)
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def wait_for(self, needle: str, timeout_s: float) -> bool:
+        """True once a line containing ``needle`` was printed; False if the child closed its output first
+        or ``timeout_s`` passed."""
+        deadline = time.monotonic() + timeout_s
+        while self._open and time.monotonic() < deadline:
+            try:
+                line = self._queue.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                return False
+            if line is None:
+                self._open -= 1
+            elif needle in line:
+                return True
+        return False
+
+    def text(self, last: int = 3000) -> str:
+        return "".join(self.lines)[-last:]

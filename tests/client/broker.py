@@ -6,12 +6,11 @@ import importlib.util
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PYTHON, free_port, subprocess_env
+from tests.conftest import PYTHON, START_ATTEMPTS, OutputPump, free_port, port_taken, subprocess_env
 
 FAST_FLAGS = (
     "--transaction-timeout", "500ms", "--transaction-check-interval", "500ms",
@@ -33,6 +32,8 @@ class BrokerProcess:
         self.grpc_port, self.remoting_port, self.namesrv_port = free_port(), free_port(), free_port()
         self.extra = extra
         self.process: subprocess.Popen[str] | None = None
+        self.started = False  # once started, a restart keeps the ports
+        self.output: OutputPump | None = None
 
     @property
     def namesrv(self) -> str:
@@ -47,6 +48,19 @@ class BrokerProcess:
         return f"127.0.0.1:{self.remoting_port}"
 
     def start(self) -> None:
+        """Start, wait for the ready line; a first start on a port taken meanwhile retries on fresh ports."""
+        for _ in range(START_ATTEMPTS):
+            output = self._start_once()
+            if output is None:
+                self.started = True
+                return
+            if self.started or not port_taken(output):
+                break
+            self.grpc_port, self.remoting_port, self.namesrv_port = free_port(), free_port(), free_port()
+        raise AssertionError(f"the broker did not start: {output[-3000:]}")
+
+    def _start_once(self) -> str | None:
+        """None once ready; else the output of a broker that exited or never said it was ready."""
         command = [
             PYTHON, "-m", "txmq", "broker", "--data-dir", str(self.root / "data"),
             "--port", str(self.grpc_port),
@@ -59,18 +73,11 @@ class BrokerProcess:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + 30
-        lines: list[str] = []
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
-            if not line and self.process.poll() is not None:
-                break
-            lines.append(line)
-            if "txmq broker ready on" in line:
-                return
+        self.output = OutputPump(self.process)  # drained for the broker's whole life, not just until ready
+        if self.output.wait_for("txmq broker ready on", 30):
+            return None
         self.stop()
-        raise AssertionError(f"the broker did not start: {''.join(lines)[-3000:]}")
+        return self.output.text()
 
     def stop(self) -> None:
         if self.process is None:

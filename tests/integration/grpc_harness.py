@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..conftest import PYTHON, free_port, subprocess_env
+from ..conftest import PYTHON, START_ATTEMPTS, free_port, port_taken, subprocess_env
 
 READY = "txmq broker ready on"
 START_TIMEOUT_S = 30.0
@@ -41,6 +41,7 @@ class BrokerProcess:
             self.config_file.write_text(json.dumps(config))
         self.proc: subprocess.Popen[str] | None = None
         self.output: list[str] = []
+        self.started = False  # once started, a restart keeps the ports
 
     @property
     def endpoint(self) -> str:
@@ -56,6 +57,19 @@ class BrokerProcess:
         return args + self.extra_args
 
     def start(self) -> None:
+        """Start, wait for the ready line; a first start on a port taken meanwhile retries on fresh ports."""
+        for _ in range(START_ATTEMPTS):
+            failure = self._start_once()
+            if failure is None:
+                self.started = True
+                return
+            if self.started or not port_taken("".join(self.output[-50:])):
+                break
+            self.port, self.remoting_port, self.namesrv_port = free_port(), free_port(), free_port()
+        raise RuntimeError(failure + "".join(self.output[-50:]))
+
+    def _start_once(self) -> str | None:
+        """None once ready; else why not (the output is in ``self.output``)."""
         self.proc = subprocess.Popen(
             self.command(),
             env=subprocess_env(self.home),
@@ -72,11 +86,12 @@ class BrokerProcess:
             except queue.Empty:
                 break
             if line is None:
-                raise RuntimeError("the broker exited before it was ready:\n" + "".join(self.output[-50:]))
+                self.stop()  # reaps the exited process
+                return "the broker exited before it was ready:\n"
             if READY in line:
-                return
+                return None
         self.stop()
-        raise RuntimeError("the broker did not become ready:\n" + "".join(self.output[-50:]))
+        return "the broker did not become ready:\n"
 
     def _pump(self, proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
         assert proc.stdout is not None

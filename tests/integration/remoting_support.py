@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import PYTHON, free_port, subprocess_env
+from tests.conftest import PYTHON, START_ATTEMPTS, OutputPump, free_port, port_taken, subprocess_env
 from txmq.common import properties as props
 from txmq.protocol.remoting.codes import RequestCode
 from txmq.protocol.remoting.command import RemotingCommand
@@ -51,27 +51,42 @@ def wait_for_line(process: subprocess.Popen[str], needle: str, timeout_s: float 
 
 @contextlib.contextmanager
 def broker_process(tmp: Path, *extra: str) -> Iterator[RunningBroker]:
+    """A broker on free ports; a start that finds a port taken meanwhile retries on fresh ones."""
     home = tmp / "home"
     home.mkdir(exist_ok=True)
-    ports = free_port(), free_port(), free_port()
-    command = [
-        PYTHON, "-m", "txmq", "broker", "--data-dir", str(tmp / "data"), "--port", str(ports[0]),
-        "--remoting-port", str(ports[1]), "--namesrv-port", str(ports[2]), "--transaction-timeout", "0s",
-        "--transaction-check-interval", "200ms", *extra,
-    ]  # fmt: skip
-    process = subprocess.Popen(
-        command, env=subprocess_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    for _ in range(START_ATTEMPTS):
+        ports = free_port(), free_port(), free_port()
+        command = [
+            PYTHON, "-m", "txmq", "broker", "--data-dir", str(tmp / "data"), "--port", str(ports[0]),
+            "--remoting-port", str(ports[1]), "--namesrv-port", str(ports[2]), "--transaction-timeout", "0s",
+            "--transaction-check-interval", "200ms", *extra,
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            command, env=subprocess_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        output = OutputPump(process)  # drained for the broker's whole life, not just until ready
+        if output.wait_for("txmq broker ready on", 30):
+            break
+        _stop(process)
+        if not port_taken(output.text()):
+            break
+    else:
+        raise AssertionError(f"the broker never found free ports: {output.text()}")
+    if process.returncode is not None:
+        raise AssertionError(f"the broker did not start: {output.text()}")
     try:
-        wait_for_line(process, "txmq broker ready on")
         yield RunningBroker(process, "127.0.0.1", *ports)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def send_header(

@@ -7,8 +7,8 @@ import asyncio
 import subprocess
 from pathlib import Path
 
-from tests.conftest import PYTHON, free_port, subprocess_env
-from tests.integration.remoting_support import broker_process, send, wait_for_line
+from tests.conftest import PYTHON, START_ATTEMPTS, OutputPump, free_port, port_taken, subprocess_env
+from tests.integration.remoting_support import broker_process, send
 from txmq.protocol.remoting.bodies import ClusterInfo, TopicList, TopicRouteData
 from txmq.protocol.remoting.codes import RequestCode, ResponseCode
 from txmq.server.remoting_transport import connect
@@ -23,16 +23,29 @@ async def _route(port: int, topic: str) -> tuple[int, bytes]:
         await endpoint.close()
 
 
+def _start_namesrv(home: Path) -> tuple[subprocess.Popen[str], int]:
+    """A name server on a free port; a start that finds the port taken meanwhile retries on a fresh one."""
+    for _ in range(START_ATTEMPTS):
+        port = free_port()
+        namesrv = subprocess.Popen(
+            [PYTHON, "-m", "txmq", "namesrv", "--port", str(port)],
+            env=subprocess_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        output = OutputPump(namesrv)
+        if output.wait_for("txmq namesrv ready on", 30):
+            return namesrv, port
+        namesrv.kill()
+        namesrv.wait()
+        if not port_taken(output.text()):
+            break
+    raise AssertionError(f"the name server did not start: {output.text()}")
+
+
 async def test_broker_registers_with_a_standalone_name_server(tmp_path: Path) -> None:
     home = tmp_path / "nshome"
     home.mkdir()
-    port = free_port()
-    namesrv = subprocess.Popen(
-        [PYTHON, "-m", "txmq", "namesrv", "--port", str(port)],
-        env=subprocess_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    namesrv, port = _start_namesrv(home)
     try:
-        wait_for_line(namesrv, "txmq namesrv ready on")
         code, _ = await _route(port, "NsTopic")
         assert code == ResponseCode.TOPIC_NOT_EXIST
         with broker_process(tmp_path, "--namesrv-addr", f"127.0.0.1:{port}") as broker:

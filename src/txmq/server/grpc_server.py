@@ -385,7 +385,7 @@ async def serve(
     except RuntimeError as exc:  # grpc says only "Failed to bind"; the CLI reports OSErrors cleanly
         raise OSError(
             errno.EADDRINUSE,
-            f"cannot bind the gRPC port {host}:{port}: address already in use (or not an address of this host)",
+            f"cannot bind the gRPC port {host}:{port}: address already in use (or not a local address)",
         ) from exc
     servicer = MessagingServicer(broker, advertised_host or _advertised(host), bound)
     server.add_generic_rpc_handlers((messaging_handler(servicer),))  # undecodable requests: BAD_REQUEST
