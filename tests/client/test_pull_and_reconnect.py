@@ -56,6 +56,25 @@ async def test_assign_seek_poll_commit(broker: BrokerProcess, unique: str) -> No
         assert await again.position(queues[0]) == 5  # the committed offset
 
 
+async def test_subscribe_settles_last_offset_positions(broker: BrokerProcess, unique: str) -> None:
+    """Regression: a new group reading from LAST_OFFSET resolved each queue's end at its first pull,
+    so what was sent between subscribe() and the first poll() was skipped. subscribe() now settles
+    the positions: what was sent before it is not read, what was sent after it is."""
+    await create_topic(broker, unique, 2)
+    async with Producer(broker.namesrv) as producer:
+        for i in range(4):
+            await producer.send(Message(unique, b"old%d" % i))
+        async with PullConsumer(f"g{unique}", broker.namesrv) as consumer:
+            await consumer.subscribe(unique)
+            for i in range(4):  # round robin: two on each queue
+                await producer.send(Message(unique, b"new%d" % i))
+            got: list[bytes] = []
+            while len(got) < 4 and (batch := await consumer.poll(timeout_s=10)):
+                got += [m.body for m in batch]
+            assert await consumer.poll(timeout_s=0.2) == []
+    assert sorted(got) == [b"new0", b"new1", b"new2", b"new3"]
+
+
 async def test_pop_is_unsupported_over_remoting(broker: BrokerProcess, unique: str) -> None:
     async with SimpleConsumer(f"g{unique}", broker.namesrv, transport="remoting") as consumer:
         await consumer.subscribe(unique)

@@ -10,6 +10,7 @@ the PullMessage / GetOffset / UpdateOffset / QueryOffset RPCs over gRPC).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Sequence
 
@@ -28,6 +29,8 @@ from txmq.client._transport import (
 )
 from txmq.common import errors, limits, names
 from txmq.common.message import MessageQueue, MessageView
+
+log = logging.getLogger(__name__)
 
 
 class PullConsumer:
@@ -114,7 +117,8 @@ class PullConsumer:
         self._positions = {mq: pos for mq, pos in self._positions.items() if mq in self._assigned}
 
     async def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Share ``topic``'s queues with the other members of the group."""
+        """Share ``topic``'s queues with the other members of the group; when it returns, the start
+        position of each queue it got is settled (committed offset, else ``consume_from``)."""
         names.validate_topic(topic)
         self._manual = False
         self.subscriptions[topic] = Subscription(topic, expression or "*")
@@ -134,8 +138,19 @@ class PullConsumer:
             mine += allocate_averagely(self.transport.client_id, members, await self.queues(sub.topic))
         self._assigned = mine
         self._positions = {mq: pos for mq, pos in self._positions.items() if mq in mine}
+        # Settle where each new queue starts now, not at its first pull: under LAST_OFFSET a lazy
+        # position is the end *at that pull*, so messages sent between subscribe() and the first
+        # poll() were skipped.
+        await asyncio.gather(*(self._settle(mq) for mq in mine if mq not in self._positions))
         self._last_rebalance = time.monotonic()
         return list(mine)
+
+    async def _settle(self, mq: MessageQueue) -> None:
+        """Resolve ``mq``'s position now; when the broker cannot say yet, the first pull retries."""
+        try:
+            await self.position(mq)
+        except errors.TxmqError as exc:
+            log.debug("position of %s not resolved yet: %s", mq, exc)
 
     def assignment(self) -> list[MessageQueue]:
         return list(self._assigned)
