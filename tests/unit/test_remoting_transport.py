@@ -30,14 +30,26 @@ async def server() -> AsyncIterator[RemotingServer]:
     await running.close()
 
 
-async def test_pipelined_requests_are_answered_by_opaque_in_any_order(server: RemotingServer) -> None:
-    client = await connect("127.0.0.1", server.port)
+async def test_pipelined_requests_are_answered_by_opaque_in_any_order() -> None:
+    release = asyncio.Event()  # the slow request is answered only after the fast ones (not after a delay:
+    # a starved host could take longer than any delay to answer 200 requests)
+
+    async def handle(request: RemotingCommand, _: RemotingEndpoint) -> RemotingCommand | None:
+        if request.code == 300:
+            await release.wait()
+        return make_response(request, 0, body=request.body)
+
+    running = await serve("127.0.0.1", 0, handle)
+    client = await connect("127.0.0.1", running.port)
     slow = client.request_nowait(300, body=b"slow")
     fast = [client.request_nowait(1, body=str(i).encode()) for i in range(200)]
     answers = await asyncio.gather(*fast)
     assert [a.body for a in answers] == [str(i).encode() for i in range(200)]
     assert not slow.done()  # the slow one did not hold back the 200 behind it
+    release.set()
     assert (await slow).body == b"slow"
+    await client.close()
+    await running.close()
     await client.close()
 
 
@@ -138,9 +150,11 @@ async def test_handlers_finishing_at_once_or_awaiting_one_shared_future() -> Non
 
 async def test_a_suspended_long_poll_is_cancelled_when_its_client_goes_away() -> None:
     cancelled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    suspended = asyncio.Event()
 
     async def long_poll(request: RemotingCommand, _: RemotingEndpoint) -> RemotingCommand | None:
         try:
+            suspended.set()
             await asyncio.sleep(30)
         except asyncio.CancelledError:
             cancelled.set_result(None)
@@ -150,7 +164,7 @@ async def test_a_suspended_long_poll_is_cancelled_when_its_client_goes_away() ->
     running = await serve("127.0.0.1", 0, long_poll)
     client = await connect("127.0.0.1", running.port)
     client.request_nowait(RequestCode.PULL_MESSAGE)
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(suspended.wait(), 30)  # not a fixed sleep: under load 50 ms was not enough
     await client.close()
-    await asyncio.wait_for(cancelled, 5)
+    await asyncio.wait_for(cancelled, 30)
     await running.close()
