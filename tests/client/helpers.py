@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 
 
-async def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
+async def wait_until(predicate: Callable[[], bool], timeout_s: float = 60.0, what: str = "condition") -> None:
     """Poll ``predicate`` until true; fail the test after ``timeout_s`` (a deadline, not a timing claim)."""
     deadline = time.monotonic() + timeout_s
     while not predicate():

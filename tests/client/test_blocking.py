@@ -35,7 +35,7 @@ def test_blocking_send_transaction_and_pull(broker: BrokerProcess, unique: str) 
         f"g{unique}", broker.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET
     ) as consumer:
         consumer.subscribe(unique)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while got != expected and time.monotonic() < deadline:
             got |= {m.message_id for m in consumer.poll(timeout_s=0.5)}
         consumer.commit()

@@ -83,7 +83,7 @@ async def test_push_consumer_retries_then_dead_letters(broker: BrokerProcess, un
         await send_all(
             broker, [Message(unique, b"ok"), Message(unique, b"flaky"), Message(unique, b"poison")]
         )
-        await wait_until(lambda: calls[b"poison"] >= 2 and calls[b"flaky"] >= 2, 12, "two deliveries")
+        await wait_until(lambda: calls[b"poison"] >= 2 and calls[b"flaky"] >= 2, 60, "two deliveries")
     # close() waited for the listener calls in progress: the poison message is in the DLQ now
     assert calls[b"ok"] == 1 and calls[b"flaky"] == 2
     assert set(sizes) == {1}
@@ -118,6 +118,6 @@ async def test_orderly_push_consumer_keeps_group_order(broker: BrokerProcess, un
         await send_all(
             broker, [Message(unique, str(i).encode(), message_group=f"g{i % 3}") for i in range(15)]
         )
-        await wait_until(lambda: sum(map(len, seen.values())) >= 15, 12, "every message")
+        await wait_until(lambda: sum(map(len, seen.values())) >= 15, 60, "every message")
     assert dict(seen) == {f"g{k}": [i for i in range(15) if i % 3 == k] for k in range(3)}
     assert failed_once

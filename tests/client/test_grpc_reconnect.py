@@ -29,10 +29,10 @@ async def test_sends_and_check_backs_survive_a_restart(broker: BrokerProcess, un
         f"tx{unique}", listener, broker.grpc, transport="grpc", retries=6
     ) as producer:
         await producer.send_message_in_transaction(Message(unique, b"before"))
-        await wait_until(lambda: b"before" in listener.checked, 10, "the first check-back")
+        await wait_until(lambda: b"before" in listener.checked, 60, "the first check-back")
         await asyncio.to_thread(broker.restart)
         await producer.send_message_in_transaction(Message(unique, b"after"))
-        await wait_until(lambda: b"after" in listener.checked, 12, "a check-back after the restart")
+        await wait_until(lambda: b"after" in listener.checked, 60, "a check-back after the restart")
     async with SimpleConsumer(f"g{unique}", broker.grpc, subscriptions={unique: "*"}) as consumer:
         got = await drain(consumer, 2)
     assert sorted(m.body for m in got) == [b"after", b"before"]

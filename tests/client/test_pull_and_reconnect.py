@@ -103,6 +103,6 @@ async def test_producer_and_consumer_survive_a_broker_restart(tmp_path: Path, un
             await wait_until(lambda: b"before" in seen, what="first message consumed")
             broker.restart()
             await producer.send(Message(unique, b"after"))  # reconnects, re-registers, retries
-            await wait_until(lambda: b"after" in seen, timeout_s=12, what="message after restart consumed")
+            await wait_until(lambda: b"after" in seen, timeout_s=60, what="message after restart consumed")
     finally:
         broker.stop()

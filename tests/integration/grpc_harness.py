@@ -174,7 +174,7 @@ class Clients:
 
 
 def receive_all(
-    consumer: Any, count: int, *, timeout_s: float = 15.0, invisible_s: int = 20, ack: bool = True
+    consumer: Any, count: int, *, timeout_s: float = 60.0, invisible_s: int = 20, ack: bool = True
 ) -> list[Any]:
     """Receive (and ack) until ``count`` messages arrived or the timeout passed."""
     got: list[Any] = []
