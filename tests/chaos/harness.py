@@ -275,7 +275,7 @@ class ChaosRun:
                 ]
                 consumer.assign(queues)
                 await consumer.seek_to_beginning()
-                deadline = time.monotonic() + 30
+                deadline = time.monotonic() + 120
                 seen: set[str] = set()
                 while time.monotonic() < deadline:
                     batch = await consumer.poll(timeout_s=0.3)

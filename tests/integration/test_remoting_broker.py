@@ -69,11 +69,12 @@ async def test_long_poll_is_woken_by_an_arrival_and_does_not_block_the_connectio
     client: RemotingEndpoint,
 ) -> None:
     await send(client, "RemB", b"first", queue_id=0)
-    waiting = client.request_nowait(RequestCode.PULL_MESSAGE, pull_header("RemB", 1, suspend_ms=20_000))
+    # suspended longer than the test waits: only the arrival's wake-up can answer it in time
+    waiting = client.request_nowait(RequestCode.PULL_MESSAGE, pull_header("RemB", 1, suspend_ms=60_000))
     # the same connection keeps serving other requests while the pull waits
     reply = await send(client, "RemB", b"second", queue_id=0)
     assert reply.code == ResponseCode.SUCCESS
-    woken = await asyncio.wait_for(waiting, 10)
+    woken = await asyncio.wait_for(waiting, 45)
     assert woken.code == ResponseCode.SUCCESS
     assert [m.body for m in decode_messages(woken.body)] == [b"second"]
 
