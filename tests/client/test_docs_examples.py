@@ -26,4 +26,4 @@ async def test_doc_example_runs(code: str, broker: BrokerProcess, unique: str) -
     namespace["GROUP"] = f"docg{unique}"
     namespace["GRPC"] = broker.grpc
     exec(compile(source, "<doc>", "exec"), namespace)
-    await asyncio.wait_for(namespace["__example"](), 12)  # type: ignore[operator]
+    await asyncio.wait_for(namespace["__example"](), 60)  # type: ignore[operator]
