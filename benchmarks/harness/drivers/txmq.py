@@ -60,6 +60,7 @@ Transport = Literal["remoting", "grpc"]
 TOPIC = "bench"
 _READY = "txmq broker ready on"
 _START_TIMEOUT_S = 60.0
+_START_ATTEMPTS = 5
 _STOP_TIMEOUT_S = 15.0
 _LONG_POLL_MS = 50
 _CHECKOUT = Path(__file__).resolve().parents[3]  # holds benchmarks/ (for the producer workers)
@@ -248,24 +249,33 @@ class TxmqDriver:
         self._dir = Path(tempfile.mkdtemp(prefix="bench-txmq-"))
         home = self._dir / "home"
         home.mkdir()
-        self._ports = (free_port(), free_port(), free_port())
-        grpc_port, remoting_port, namesrv_port = self._ports
         env = dict(os.environ)
         env["PYTHONPATH"] = str(_src_dir()) + os.pathsep + env.get("PYTHONPATH", "")
         env["HOME"] = str(home)
         env["PYTHONUNBUFFERED"] = "1"
         log = self._dir / "broker.log"
-        args = [
-            sys.executable, "-m", "txmq", "broker", "--data-dir", str(self._dir / "data"),
-            "--port", str(grpc_port), "--remoting-port", str(remoting_port),
-            "--namesrv-port", str(namesrv_port), "--flush", self._flush,
-            "--default-queues", str(max(workload.queues, 1)),
-        ]  # fmt: skip
-        with log.open("wb") as out:
-            self._proc = await asyncio.create_subprocess_exec(
-                *args, stdout=out, stderr=asyncio.subprocess.STDOUT, env=env
-            )
-        await self._wait_ready(log)
+        for attempt in range(_START_ATTEMPTS):
+            # free_port() checks a port is free; another process can bind it before the broker does:
+            # the broker then exits with "address already in use" and starts again on fresh ports
+            self._ports = (free_port(), free_port(), free_port())
+            grpc_port, remoting_port, namesrv_port = self._ports
+            args = [
+                sys.executable, "-m", "txmq", "broker", "--data-dir", str(self._dir / "data"),
+                "--port", str(grpc_port), "--remoting-port", str(remoting_port),
+                "--namesrv-port", str(namesrv_port), "--flush", self._flush,
+                "--default-queues", str(max(workload.queues, 1)),
+            ]  # fmt: skip
+            with log.open("wb") as out:
+                self._proc = await asyncio.create_subprocess_exec(
+                    *args, stdout=out, stderr=asyncio.subprocess.STDOUT, env=env
+                )
+            try:
+                await self._wait_ready(log)
+                break
+            except RuntimeError as exc:
+                if attempt + 1 == _START_ATTEMPTS or "address already in use" not in str(exc).lower():
+                    raise
+                await self._proc.wait()
         await asyncio.to_thread(self._create_topic, workload.queues)
         self._queues = await self._route(workload.queues)
         if workload.producers > 1:  # started together here, outside the measurement, not one by one
@@ -305,7 +315,8 @@ class TxmqDriver:
         transport = make_transport(self._endpoint(), "remoting", request_timeout_s=3.0)
         await transport.start()
         try:
-            for _ in range(100):
+            deadline = time.monotonic() + _START_TIMEOUT_S  # a condition: it returns as soon as it holds
+            while time.monotonic() < deadline:
                 with contextlib.suppress(Exception):
                     found = await transport.route(TOPIC, for_write=True)
                     if len(found) >= queues:
