@@ -144,6 +144,18 @@ async def test_a_malformed_frame_closes_only_that_connection(
     assert reply.code == ResponseCode.SUCCESS
 
 
+@pytest.mark.parametrize("body", [b'{"consumerDataSet": 5}', b'{"consumerDataSet": true}'])
+async def test_heartbeat_with_a_non_list_consumer_set_is_refused_clearly(
+    client: RemotingEndpoint, body: bytes
+) -> None:
+    """Regression (found by tests/fuzz/test_fuzz_raw_frames.py in a full run): a consumerDataSet that is
+    not a list raised TypeError while the C++ clients' numeric enums were mapped: "internal error"."""
+    reply = await client.request(RequestCode.HEART_BEAT, body=body)
+    assert reply.code == ResponseCode.MESSAGE_ILLEGAL
+    assert "consumerDataSet" in (reply.remark or "")
+    assert (await client.request(RequestCode.HEART_BEAT, body=b"{}")).code == ResponseCode.SUCCESS
+
+
 async def test_heartbeat_consumer_list_locks_and_unregister(client: RemotingEndpoint) -> None:
     consumer = ConsumerData("GL", subscriptions=[SubscriptionData("RemL", "a || b")])
     beat = await client.request(RequestCode.HEART_BEAT, body=HeartbeatData("cid-1", [], [consumer]).to_json())

@@ -23,8 +23,9 @@ _ENUM_NAMES: dict[str, tuple[str, ...]] = {
 def _heartbeat(body: bytes) -> HeartbeatData:
     """Parse a HEART_BEAT body, accepting the C++ client's numeric enums."""
     raw = loads_lenient(body)
-    if isinstance(raw, dict):
-        for consumer in raw.get("consumerDataSet") or ():
+    consumers = raw.get("consumerDataSet") if isinstance(raw, dict) else None
+    if isinstance(consumers, list):  # anything else is refused by from_json (an int is not iterable)
+        for consumer in consumers:
             if not isinstance(consumer, dict):
                 continue
             for key, names in _ENUM_NAMES.items():
