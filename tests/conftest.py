@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import os
+
+# Before anything imports grpc: with gRPC's fork support on, a fork() while gRPC threads are busy (the
+# official client's and our channels from earlier modules) breaks the child; pyspark launches its JVM
+# with preexec_fn, i.e. fork(), and the session fixture failed "Java gateway process exited before
+# sending its port number" (2 of 3 launches with busy gRPC threads; 0 of 3 with this off).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
+
 import queue
 import subprocess
 import sys
