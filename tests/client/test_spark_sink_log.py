@@ -188,3 +188,24 @@ async def test_a_resent_row_whose_first_try_was_stored_commits_once(tmp_path: Pa
             await resolver
         await proxy.close()
         broker.stop()
+
+
+async def test_concurrent_attempts_of_one_task_commit_one(broker: BrokerProcess, unique: str) -> None:
+    """Speculation: two attempts of the same task send the same rows at once; Spark hands the driver the
+    commit message of one. The other's halves (its token is not in the marker) are rolled back by
+    check-back, so each row is visible once. (A local SparkSession never launches speculative copies:
+    they must run on another host, so the two attempts are run here directly.)"""
+    options = SinkOptions(broker.namesrv, unique, f"s{unique}", check_immunity_s=0)
+    winner, loser = await asyncio.gather(
+        send_task(options, "4", 0, _rows(unique, 0, 50)), send_task(options, "4", 0, _rows(unique, 0, 50))
+    )
+    assert await finish_epoch(options, "4", [winner]) is CommitPlan.RECORD_AND_COMMIT
+    stop = asyncio.Event()
+    resolver = asyncio.get_running_loop().create_task(run_resolver(options, stop))
+    try:
+        await _wait_states(broker, loser, "ROLLED_BACK")
+        await _wait_states(broker, winner, "COMMITTED")
+    finally:
+        stop.set()
+        await resolver
+    assert await _bodies(broker, unique) == sorted(f"row-{i}".encode() for i in range(50))
