@@ -223,7 +223,7 @@ async def send_task(
                 break
             await slots.acquire()
             task = asyncio.get_running_loop().create_task(
-                one(_tagged(message, tag_props, options.check_immunity_s), seq)
+                one(_tagged(message, tag_props, seq, options.check_immunity_s), seq)
             )
             pending.add(task)
             task.add_done_callback(pending.discard)
@@ -249,10 +249,8 @@ async def _send_tries(
     import dataclasses
 
     attempt = 0
+    tried = message  # its first try, tagged by _tagged
     while True:
-        tried = dataclasses.replace(
-            message, properties={**message.properties, **row_properties(seq, attempt)}
-        )
         try:
             half, _view = await producer.send_half(tried)
         except errors.TxmqError as exc:
@@ -264,18 +262,21 @@ async def _send_tries(
             producer.transport.invalidate_route(message.topic)
             await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
             attempt += 1
+            retry_props = {**message.properties, **row_properties(seq, attempt)}
+            tried = dataclasses.replace(message, properties=retry_props)
             continue
         if attempt:
             result.resent[seq] = attempt
         return half
 
 
-def _tagged(message: Message, tag_props: Mapping[str, str], immunity_s: int | None) -> Message:
+def _tagged(message: Message, tag_props: Mapping[str, str], seq: int, immunity_s: int | None) -> Message:
+    """``message`` as the first try of row ``seq``: a half with the attempt's tag."""
     import dataclasses
 
     return dataclasses.replace(
         message,
-        properties={**message.properties, **tag_props},
+        properties={**message.properties, **tag_props, **row_properties(seq, 0)},
         transactional=True,
         check_immunity_s=immunity_s if immunity_s is not None else message.check_immunity_s,
     )
