@@ -112,4 +112,18 @@ def test_stream_write_with_retried_tasks_is_exactly_once(
     # what the source holds (a producer's retried send may have stored a row twice: at-least-once)
     expected = sorted(m.body for m in read_topic(spark_broker.namesrv, source))
     assert set(expected) == {f"m{i}".encode() for i in range(ROWS)}
-    assert _settle_and_read(spark_broker, options, streaming=True) == expected
+    got = _settle_and_read(spark_broker, options, streaming=True)
+    if got != expected:  # which attempt, row and try each copy of a duplicated row came from
+        tags = [
+            (
+                m.body,
+                m.message_id,
+                m.queue_offset,
+                dict(m.properties),
+                m.properties.get("__transactionId__") or m.transaction_id,
+            )
+            for m in read_topic(spark_broker.namesrv, target)
+            if got.count(m.body) > expected.count(m.body)
+        ]
+        shows = [call(spark_broker.grpc, "tx.show", {"id": t[-1]}) for t in tags if t[-1]]
+        raise AssertionError(f"target differs from source; duplicated: {tags}; transactions: {shows}")
