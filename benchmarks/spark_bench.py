@@ -11,6 +11,7 @@ Starts a broker subprocess (async flush), creates a topic with ``--queues`` queu
    how much of the cost is the broker and the pull path rather than Spark.
 
     python benchmarks/spark_bench.py [--messages 200000] [--size 1024] [--queues 4] [--rounds 2]
+        [--min-partitions 0,8]   # each mode also with the read cut into >= N tasks (0: one per queue)
 """
 
 from __future__ import annotations
@@ -213,6 +214,11 @@ def main() -> None:
     parser.add_argument("--queues", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--modes", default="arrow,tuples")
+    parser.add_argument(
+        "--min-partitions",
+        default="0",
+        help="comma list of the source's minPartitions to alternate (0: not set, one task per queue)",
+    )
     parser.add_argument("--no-raw", action="store_true", help="skip the pull-without-Spark reference")
     parser.add_argument(
         "--raw-only", action="store_true", help="only the pull-without-Spark reference (with broker CPU/msg)"
@@ -279,15 +285,22 @@ def main() -> None:
             results: dict[str, list[float]] = {}
             worker_cpus: dict[str, list[float]] = {}
             totals: dict[str, list[float]] = {}
+            runs = [
+                (mode if split == "0" else f"{mode}/p{split}", mode, split)
+                for mode in args.modes.split(",")
+                for split in args.min_partitions.split(",")
+            ]
             for r in range(args.rounds):
-                for mode in args.modes.split(","):
-                    df = (
+                for label, mode, split in runs:
+                    reader = (
                         spark.read.format("txmq")
                         .option("endpoints", broker.namesrv)
                         .option("topic", topic)
                         .option("arrow", "true" if mode == "arrow" else "false")
-                        .load()
                     )
+                    if split != "0":
+                        reader = reader.option("minPartitions", split)
+                    df = reader.load()
                     t0, (workers, jvm), brk = time.perf_counter(), spark_cpu(broker), broker_cpu(broker)
                     df.write.format("noop").mode("overwrite").save()
                     secs = time.perf_counter() - t0
@@ -296,14 +309,14 @@ def main() -> None:
                     jvm = (jvm_after - jvm) / args.messages * 1e6
                     brk = (broker_cpu(broker) - brk) / args.messages * 1e6
                     rate = args.messages / secs
-                    results.setdefault(mode, []).append(rate)
-                    worker_cpus.setdefault(mode, []).append(workers)
-                    totals.setdefault(mode, []).append(workers + jvm + brk)
-                    print(f"round {r + 1} {mode:6s}: {args.messages} in {secs:.2f} s = {rate:,.0f} msg/s, "
+                    results.setdefault(label, []).append(rate)
+                    worker_cpus.setdefault(label, []).append(workers)
+                    totals.setdefault(label, []).append(workers + jvm + brk)
+                    print(f"round {r + 1} {label:9s}: {args.messages} in {secs:.2f} s = {rate:,.0f} msg/s, "
                           f"CPU us/msg: Python workers {workers:.1f}, JVM {jvm:.1f}, "
                           f"broker {brk:.1f}, total {workers + jvm + brk:.1f}")  # fmt: skip
             for mode, rates in results.items():
-                print(f"median {mode:6s}: {statistics.median(rates):,.0f} msg/s, Python workers "
+                print(f"median {mode:9s}: {statistics.median(rates):,.0f} msg/s, Python workers "
                       f"{statistics.median(worker_cpus[mode]):.1f} us/msg, all processes "
                       f"{statistics.median(totals[mode]):.1f} us/msg")  # fmt: skip
             print(f"load average at the end: {os.getloadavg()}")

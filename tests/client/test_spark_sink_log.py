@@ -8,20 +8,23 @@ simply never called.
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.client.broker import BrokerProcess
+from tests.client.broker import FAST_FLAGS, BrokerProcess
 from tests.client.topic_reader import read_topic_async
-from tests.conftest import PYTHON, subprocess_env
+from tests.conftest import PYTHON, free_port, subprocess_env
 from txmq.cli.admin_client import call
 from txmq.common.message import Message
 from txmq.spark.sink_log import TaskResult, abort_epoch, finish_epoch, read_record, run_resolver, send_task
 from txmq.spark.sink_plan import CommitPlan, SinkOptions
+from txmq.testing.proxy import ConnectionPlan, Fault, FaultProxy, FaultSchedule
 
 
 def _rows(topic: str, start: int, count: int) -> list[Message]:
@@ -138,3 +141,71 @@ async def test_a_failing_task_rolls_back_what_it_sent(broker: BrokerProcess, uni
     pending = [t for t in call(broker.grpc, "tx.list", {}) if t["producer_group"] == options.group]
     assert pending == []
     assert await read_topic_async(broker.namesrv, unique) == []
+
+
+class _FirstConnectionStalls(FaultSchedule):
+    """The first connection to the broker (the task's producer) stalls past the send timeout once its
+    registration went through (``after_bytes``) and the sends began."""
+
+    def __init__(self, stall_ms: int, after_bytes: int) -> None:
+        super().__init__(0)
+        self.stall = ConnectionPlan(Fault.STALL, after_bytes=after_bytes, stall_ms=stall_ms)
+
+    def plan(self, index: int) -> ConnectionPlan:
+        return self.stall if index == 0 else ConnectionPlan()
+
+
+async def test_a_resent_row_whose_first_try_was_stored_commits_once(tmp_path: Path, unique: str) -> None:
+    """The replies of a task's half sends are held past the send timeout, so every row is re-sent while
+    its first try reaches the broker too (stored, but the task never learns its transaction id). Only the
+    try the task reported may commit: check-back rolls the first tries back, each row is visible once."""
+    proxy_port = free_port()
+    config = tmp_path / "broker.json"
+    config.write_text(json.dumps({"remoting_advertised_addr": f"127.0.0.1:{proxy_port}"}))
+    broker = BrokerProcess(tmp_path, *FAST_FLAGS, "--config", str(config))
+    broker.start()
+    stall = _FirstConnectionStalls(stall_ms=4_000, after_bytes=1_000)  # replies held past the 3 s timeout
+    proxy = FaultProxy(("127.0.0.1", broker.remoting_port), stall)
+    await proxy.start(proxy_port)
+    stop = asyncio.Event()
+    resolver: asyncio.Task[None] | None = None
+    try:
+        options = SinkOptions(broker.namesrv, unique, f"s{unique}")
+        sent = await send_task(options, "0", 0, _rows(unique, 0, 30))
+        assert sent.resent, "no row was re-sent: the stall did not outlast the send timeout"
+        assert await finish_epoch(options, "0", [sent]) is CommitPlan.RECORD_AND_COMMIT
+        resolver = asyncio.get_running_loop().create_task(run_resolver(options, stop))
+        for _ in range(600):  # the first tries wait for check-back (transaction timeout 500 ms)
+            if not [t for t in call(broker.grpc, "tx.list", {}) if t["producer_group"] == options.group]:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("halves of the re-sent rows were never settled")
+        assert await _bodies(broker, unique) == sorted(f"row-{i}".encode() for i in range(30))
+    finally:
+        stop.set()
+        if resolver is not None:
+            await resolver
+        await proxy.close()
+        broker.stop()
+
+
+async def test_concurrent_attempts_of_one_task_commit_one(broker: BrokerProcess, unique: str) -> None:
+    """Speculation: two attempts of the same task send the same rows at once; Spark hands the driver the
+    commit message of one. The other's halves (its token is not in the marker) are rolled back by
+    check-back, so each row is visible once. (A local SparkSession never launches speculative copies:
+    they must run on another host, so the two attempts are run here directly.)"""
+    options = SinkOptions(broker.namesrv, unique, f"s{unique}", check_immunity_s=0)
+    winner, loser = await asyncio.gather(
+        send_task(options, "4", 0, _rows(unique, 0, 50)), send_task(options, "4", 0, _rows(unique, 0, 50))
+    )
+    assert await finish_epoch(options, "4", [winner]) is CommitPlan.RECORD_AND_COMMIT
+    stop = asyncio.Event()
+    resolver = asyncio.get_running_loop().create_task(run_resolver(options, stop))
+    try:
+        await _wait_states(broker, loser, "ROLLED_BACK")
+        await _wait_states(broker, winner, "COMMITTED")
+    finally:
+        stop.set()
+        await resolver
+    assert await _bodies(broker, unique) == sorted(f"row-{i}".encode() for i in range(50))

@@ -1,4 +1,7 @@
-"""Spark fixtures: ONE SparkSession for the whole run (local[2], UI off) and one real broker.
+"""Spark fixtures: ONE SparkSession for the whole run and one real broker.
+
+The session runs ``local[2,3]`` (two cores; a failed task is retried up to 3 attempts, as on a cluster:
+the sink's retry tests need it) with the UI off.
 
 The JVM starts in 4-10 s, so every Spark test shares the session. Python workers are started by the JVM
 from this process's environment, so PYTHONPATH (this checkout's ``src`` first: the shared virtualenv's
@@ -51,7 +54,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master("local[2,3]")  # task retries, as on a cluster
         .appName("txmq-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

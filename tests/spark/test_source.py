@@ -168,3 +168,24 @@ def test_max_offsets_per_trigger_bounds_every_batch(
     for progress in query.recentProgress:
         end = progress["sources"][0]["endOffset"]
         assert end is None or list(json.loads(end)[topic]) == ["0", "1"]
+
+
+def test_min_partitions_splits_a_queue_into_parallel_tasks_exactly_once(
+    spark: Any, spark_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """One queue read by several tasks: each gets a contiguous piece of its offsets, none twice."""
+    topic = new_topic(spark_broker, queues=1)
+    produce(spark_broker, topic, [f"m{i}" for i in range(30)])
+    df = _batch(spark, spark_broker, topic, minPartitions="4")
+    assert df.rdd.getNumPartitions() == 4
+    rows = df.select("body", "queue_offset").collect()
+    assert sorted(r.queue_offset for r in rows) == list(range(30))
+    assert Counter(bytes(r.body).decode() for r in rows) == Counter(f"m{i}" for i in range(30))
+    assert _batch(spark, spark_broker, topic, maxOffsetsPerPartition="7").rdd.getNumPartitions() == 5
+
+    df = stream(
+        spark, spark_broker, topic, startingOffsets="earliest", minPartitions="3", maxOffsetsPerTrigger="20"
+    )
+    query = run_available_now(df, tmp_path / "out", tmp_path / "checkpoint")
+    assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [20, 10]
+    assert bodies_in_parquet(spark, tmp_path / "out") == Counter(f"m{i}" for i in range(30))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import SRC
 from txmq.common import errors
@@ -152,3 +155,50 @@ def test_plan_reports_a_queue_that_went_backwards_as_loss() -> None:
     assert ranges == []
     assert losses == [off.Loss("t", 0, 9, 2)]
     assert "went back from offset 9 to 2" in losses[0].describe()
+
+
+def _r(queue: int, start: int, end: int) -> off.QueueRange:
+    return off.QueueRange("t", queue, start, end)
+
+
+def test_split_changes_nothing_without_options() -> None:
+    ranges = [_r(0, 0, 100), _r(1, off.EARLIEST, 7)]
+    assert off.split(ranges) == ranges
+    assert off.split(ranges, min_partitions=1, max_per_partition=1000) == ranges
+
+
+def test_split_to_min_partitions_cuts_the_biggest_ranges_first() -> None:
+    assert off.split([_r(0, 0, 100), _r(1, 50, 60)], min_partitions=4) == [
+        _r(0, 0, 33), _r(0, 33, 66), _r(0, 66, 100), _r(1, 50, 60),
+    ]  # fmt: skip
+    assert off.split([_r(0, 10, 12)], min_partitions=5) == [_r(0, 10, 11), _r(0, 11, 12)]  # 1 offset each
+    new_queue = [_r(0, off.EARLIEST, 100)]
+    assert off.split(new_queue, min_partitions=4, max_per_partition=10) == new_queue  # size unknown
+
+
+def test_split_caps_offsets_per_partition() -> None:
+    assert off.split([_r(0, 0, 25)], max_per_partition=10) == [_r(0, 0, 8), _r(0, 8, 16), _r(0, 16, 25)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sizes=st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 5_000)), min_size=0, max_size=6),
+    min_partitions=st.one_of(st.none(), st.integers(1, 40)),
+    max_per=st.one_of(st.none(), st.integers(1, 3_000)),
+)
+def test_split_covers_each_range_exactly(
+    sizes: list[tuple[int, int]], min_partitions: int | None, max_per: int | None
+) -> None:
+    ranges = [_r(q, start, start + size) for q, (start, size) in enumerate(sizes)]
+    pieces = off.split(ranges, min_partitions=min_partitions, max_per_partition=max_per)
+    for r in ranges:
+        mine = [p for p in pieces if p.queue_id == r.queue_id]
+        assert mine[0].start == r.start and mine[-1].end == r.end
+        assert all(a.end == b.start for a, b in itertools.pairwise(mine))
+        assert all(p.end > p.start for p in mine)
+        assert max(p.end - p.start for p in mine) - min(p.end - p.start for p in mine) <= 1
+        if max_per is not None:
+            assert all(p.end - p.start <= max_per for p in mine)
+    total = sum(r.end - r.start for r in ranges)
+    if min_partitions is not None:
+        assert len(pieces) >= min(min_partitions, total)

@@ -62,6 +62,9 @@ def test_batch_time_range() -> None:
         ({"transport": "http"}, "transport"),
         ({"pullBatchSize": "100000"}, "at most"),
         ({"tags": "||"}, "tags"),
+        ({"minPartitions": "0"}, "minPartitions"),
+        ({"minPartitions": "10001"}, "at most"),
+        ({"maxOffsetsPerPartition": "-5"}, "maxOffsetsPerPartition"),
     ],
 )
 def test_bad_options_raise_errors_naming_the_option(extra: dict[str, str], match: str) -> None:
@@ -79,3 +82,9 @@ def test_ending_bounds_are_batch_only_and_never_earliest() -> None:
 def test_topic_names_are_validated() -> None:
     with pytest.raises(errors.InvalidTopic):
         opt.parse({**BASE, "topic": "bad topic!"}, streaming=True)
+
+
+def test_partition_options() -> None:
+    parsed = opt.parse({**BASE, "MINPARTITIONS": "6", "maxOffsetsPerPartition": "5000"}, streaming=False)
+    assert (parsed.min_partitions, parsed.max_offsets_per_partition) == (6, 5000)
+    assert opt.parse(BASE, streaming=False).min_partitions is None

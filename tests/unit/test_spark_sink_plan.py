@@ -7,6 +7,8 @@ import pytest
 from txmq.common import errors
 from txmq.spark.reconcile_report import Discrepancy, build_report, parse_ledger_url
 from txmq.spark.sink_plan import (
+    SEQ_PROPERTY,
+    TRY_PROPERTY,
     CommitPlan,
     HalfTag,
     Marker,
@@ -20,6 +22,7 @@ from txmq.spark.sink_plan import (
     parse_sink_options,
     plan_commit,
     producer_group,
+    row_properties,
     tag_of,
     verdict_for,
 )
@@ -147,3 +150,25 @@ def test_report_counts_examples_and_json() -> None:
     assert report.to_json()["discrepancies"]["CREDITED_TWICE"]["count"] == 4
     assert report.lines()[1] == "CREDITED_TWICE: 4 (e.g. t3, t9)"
     assert build_report({}, [], debits=1, credits=1, published=1).clean
+
+
+def test_only_the_reported_try_of_a_resent_row_commits() -> None:
+    """A re-sent row's earlier tries carry the committed token too; the marker's ``resent`` picks one."""
+    marker = Marker("s", "5", frozenset({"t"}), 3, 1, resent={"t": {7: 2}})
+    record = SinkRecord.of([Marker.decode(marker.encode())])
+    assert record.markers["5"] == marker
+    assert verdict_for(HalfTag("s", "5", "t", seq=7, attempt=2), record) is Verdict.COMMIT
+    assert verdict_for(HalfTag("s", "5", "t", seq=7, attempt=0), record) is Verdict.ROLLBACK
+    assert verdict_for(HalfTag("s", "5", "t", seq=7, attempt=1), record) is Verdict.ROLLBACK
+    assert verdict_for(HalfTag("s", "5", "t", seq=8, attempt=0), record) is Verdict.COMMIT
+    assert verdict_for(HalfTag("s", "5", "t", seq=8, attempt=1), record) is Verdict.ROLLBACK
+    assert verdict_for(HalfTag("s", "5", "t"), record) is Verdict.COMMIT  # a half from before the rule
+    assert verdict_for(HalfTag("s", "5", "u", seq=7, attempt=2), record) is Verdict.ROLLBACK
+
+
+def test_row_tags_travel_in_properties() -> None:
+    tag = HalfTag("s", "9", "tok")
+    assert tag_of({**tag.properties(0), **row_properties(4, 0)}) == HalfTag("s", "9", "tok", 4, 0)
+    assert tag_of({**tag.properties(0), **row_properties(4, 2)}) == HalfTag("s", "9", "tok", 4, 2)
+    assert tag_of({**tag.properties(0), SEQ_PROPERTY: "x"}) is None
+    assert tag_of({**tag.properties(0), **row_properties(4, 0), TRY_PROPERTY: "-1"}) is None

@@ -88,6 +88,8 @@ spark_sink_id_len_max: Final = 40  # longer (or non-name) sink ids are hashed in
 spark_sink_tokens_max: Final = 100_000  # task attempts one batch's marker may name
 spark_sink_check_immunity_s_default: Final = 60  # a batch's halves are not checked back sooner
 spark_sink_marker_max_age_ms: Final = 500  # check-back answers from a marker log read at most this old
+spark_sink_send_retries: Final = 2  # re-sends of one half whose send failed (each try is tagged apart)
+spark_sink_retried_max: Final = 1_000  # re-sent rows one task attempt may report; beyond, the attempt fails
 
 # Back-pressure
 send_pending_bytes_max: Final = 256 * MiB

@@ -12,6 +12,7 @@ earliest offset and ``-1`` its latest, as in Kafka's source.
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -182,3 +183,39 @@ def plan(start: Mapping[QueueKey, int], end: Mapping[QueueKey, int]) -> tuple[li
         elif last > first:
             ranges.append(QueueRange(key[0], key[1], first, last))
     return ranges, losses
+
+
+def split(
+    ranges: Iterable[QueueRange], *, min_partitions: int | None = None, max_per_partition: int | None = None
+) -> list[QueueRange]:
+    """Cut ``ranges`` into more, contiguous pieces so that more tasks read in parallel (Kafka's
+    ``minPartitions``): every piece holds at most ``max_per_partition`` offsets, and while there are
+    fewer than ``min_partitions`` pieces the piece with the most offsets per piece is cut further (never
+    below one offset). The pieces of a range cover exactly its offsets, in order, sizes differing by at
+    most one. A range of a new queue (``start == EARLIEST``: its size is unknown here) stays whole.
+    """
+    items = list(ranges)
+    counts = [
+        1 if r.start == EARLIEST or max_per_partition is None else -(-(r.end - r.start) // max_per_partition)
+        for r in items
+    ]
+    if min_partitions is not None and sum(counts) < min_partitions:
+        # the most offsets per piece first; ties by range order, so the plan is a function of the input
+        heap = [(-(r.end - r.start) / counts[i], i) for i, r in enumerate(items) if r.start != EARLIEST]
+        heapq.heapify(heap)
+        total = sum(counts)
+        while total < min_partitions and heap:
+            _, i = heapq.heappop(heap)
+            size = items[i].end - items[i].start
+            if counts[i] >= size:
+                continue  # one offset per piece already
+            counts[i] += 1
+            total += 1
+            heapq.heappush(heap, (-size / counts[i], i))
+    pieces: list[QueueRange] = []
+    for r, n in zip(items, counts, strict=True):
+        size = r.end - r.start
+        for k in range(n):
+            first, last = r.start + size * k // n, r.start + size * (k + 1) // n
+            pieces.append(QueueRange(r.topic, r.queue_id, first, last))
+    return pieces

@@ -15,6 +15,7 @@ from txmq.common import errors, limits, names
 from txmq.spark import offsets as off
 
 DEFAULT_GROUP = "txmq-spark-source"
+MIN_PARTITIONS_MAX = 10_000  # Spark tasks one read may be cut into by minPartitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,8 @@ class SourceOptions:
     request_timeout_s: float = 10.0
     arrow: bool = True
     group: str = DEFAULT_GROUP
+    min_partitions: int | None = None  # cut the queues' ranges until a read has at least this many tasks
+    max_offsets_per_partition: int | None = None  # ... and no task reads more offsets than this
 
 
 def _bool(raw: Mapping[str, str], key: str, default: bool) -> bool:
@@ -159,4 +162,6 @@ def parse(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         request_timeout_s=(timeout_ms / 1000) if timeout_ms else 10.0,
         arrow=_bool(raw, "arrow", True),
         group=group,
+        min_partitions=_positive_int(raw, "minpartitions", upper=MIN_PARTITIONS_MAX),
+        max_offsets_per_partition=_positive_int(raw, "maxoffsetsperpartition"),
     )

@@ -27,7 +27,7 @@ from txmq.client._remoting import RemotingTransport
 from txmq.client._transport import PullStatus, TransactionRef, Transport
 from txmq.common import errors, limits, names
 from txmq.common.clock import Clock, SystemClock
-from txmq.common.message import Message, MessageQueue, MessageView
+from txmq.common.message import Message, MessageQueue, MessageView, SendResult
 from txmq.spark.sink_plan import (
     CommitPlan,
     HalfTag,
@@ -37,6 +37,7 @@ from txmq.spark.sink_plan import (
     Verdict,
     abort_verdict,
     plan_commit,
+    row_properties,
     tag_of,
     verdict_for,
 )
@@ -69,11 +70,13 @@ class HalfRef:
 
 @dataclass(slots=True)
 class TaskResult:
-    """One task attempt's commit message: its token and the halves it sent."""
+    """One task attempt's commit message: its token, the halves it sent, and which try of each re-sent
+    row is the one the driver ends (``{seq: try}``; every other try of those rows is rolled back)."""
 
     partition: int
     token: str
     halves: list[HalfRef] = field(default_factory=list)
+    resent: dict[int, int] = field(default_factory=dict)
 
 
 class MarkerLog:
@@ -174,10 +177,12 @@ class SinkCheckListener:
         return _STATE[verdict]
 
 
-def open_producer(options: SinkOptions) -> tuple[TransactionProducer, MarkerLog]:
+def open_producer(options: SinkOptions, *, retries: int = 2) -> tuple[TransactionProducer, MarkerLog]:
     listener = SinkCheckListener(options)
     # the SDK awaits an async check_local_transaction; the Protocol only spells the blocking form
-    producer = TransactionProducer(options.group, cast(TransactionListener, listener), options.endpoints)
+    producer = TransactionProducer(
+        options.group, cast(TransactionListener, listener), options.endpoints, retries=retries
+    )
     return producer, listener.bind(producer.transport)
 
 
@@ -185,19 +190,24 @@ def open_producer(options: SinkOptions) -> tuple[TransactionProducer, MarkerLog]
 async def send_task(
     options: SinkOptions, epoch: str, partition: int, messages: Iterable[Message]
 ) -> TaskResult:
-    """Send one task attempt's rows as half messages; on any failure roll back what was sent, re-raise."""
+    """Send one task attempt's rows as half messages; on any failure roll back what was sent, re-raise.
+
+    The producer's own retries are off: a failed send is re-sent here as a new *try* of its row, tagged
+    apart, and reported in ``TaskResult.resent``, so a first try that was stored after all (its reply was
+    lost) is rolled back by check-back instead of committed next to its re-send (see :mod:`.sink_plan`).
+    """
     tag = HalfTag(options.sink_id, epoch, uuid.uuid4().hex)
     result = TaskResult(partition, tag.token)
     tag_props = tag.properties(partition)
-    producer, _log = open_producer(options)
+    producer, _log = open_producer(options, retries=0)
     await producer.start()
     slots = asyncio.Semaphore(limits.spark_sink_sends_in_flight)
     pending: set[asyncio.Task[None]] = set()
     failure: list[Exception] = []
 
-    async def one(message: Message) -> None:
+    async def one(message: Message, seq: int) -> None:
         try:
-            half, _view = await producer.send_half(message)
+            half = await _send_tries(producer, message, seq, result)
             result.halves.append(
                 HalfRef(message.topic, half.message_id, half.transaction_id or "", half.offset_message_id,
                         half.queue_offset)
@@ -208,12 +218,12 @@ async def send_task(
             slots.release()
 
     try:
-        for message in messages:
+        for seq, message in enumerate(messages):
             if failure:
                 break
             await slots.acquire()
             task = asyncio.get_running_loop().create_task(
-                one(_tagged(message, tag_props, options.check_immunity_s))
+                one(_tagged(message, tag_props, seq, options.check_immunity_s), seq)
             )
             pending.add(task)
             task.add_done_callback(pending.discard)
@@ -231,12 +241,42 @@ async def send_task(
     return result
 
 
-def _tagged(message: Message, tag_props: Mapping[str, str], immunity_s: int | None) -> Message:
+async def _send_tries(
+    producer: TransactionProducer, message: Message, seq: int, result: TaskResult
+) -> SendResult:
+    """Send row ``seq`` as a half, re-sending a retriable failure as the next try; the try that succeeds
+    is recorded in ``result.resent`` when it is not the first."""
+    import dataclasses
+
+    attempt = 0
+    tried = message  # its first try, tagged by _tagged
+    while True:
+        try:
+            half, _view = await producer.send_half(tried)
+        except errors.TxmqError as exc:
+            if not exc.retriable or attempt >= limits.spark_sink_send_retries:
+                raise
+            if len(result.resent) >= limits.spark_sink_retried_max:
+                raise  # too many re-sent rows for one marker: fail the attempt, Spark retries the task
+            log.debug("half of row %d failed (%s), sending try %d", seq, exc, attempt + 1)
+            producer.transport.invalidate_route(message.topic)
+            await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+            attempt += 1
+            retry_props = {**message.properties, **row_properties(seq, attempt)}
+            tried = dataclasses.replace(message, properties=retry_props)
+            continue
+        if attempt:
+            result.resent[seq] = attempt
+        return half
+
+
+def _tagged(message: Message, tag_props: Mapping[str, str], seq: int, immunity_s: int | None) -> Message:
+    """``message`` as the first try of row ``seq``: a half with the attempt's tag."""
     import dataclasses
 
     return dataclasses.replace(
         message,
-        properties={**message.properties, **tag_props},
+        properties={**message.properties, **tag_props, **row_properties(seq, 0)},
         transactional=True,
         check_immunity_s=immunity_s if immunity_s is not None else message.check_immunity_s,
     )
@@ -270,6 +310,7 @@ async def finish_epoch(options: SinkOptions, epoch: str, results: Sequence[TaskR
     done = [r for r in results if r is not None]
     halves = [h for r in done for h in r.halves]
     tokens = frozenset(r.token for r in done if r.halves)
+    resent = {r.token: dict(r.resent) for r in done if r.halves and r.resent}
     if len(tokens) > limits.spark_sink_tokens_max:
         raise errors.InvalidArgument(
             f"{len(tokens)} task attempts in one batch; a marker names at most {limits.spark_sink_tokens_max}"
@@ -282,7 +323,7 @@ async def finish_epoch(options: SinkOptions, epoch: str, results: Sequence[TaskR
             log.info("sink %s epoch %s was already recorded: rolling back its replay", options.sink_id, epoch)
             await _end_all(producer, halves, commit=False)
         elif plan is CommitPlan.RECORD_AND_COMMIT:
-            marker = Marker(options.sink_id, epoch, tokens, len(halves), int(time.time() * 1000))
+            marker = Marker(options.sink_id, epoch, tokens, len(halves), int(time.time() * 1000), resent)
             await marker_log.append(producer, marker)
             await _end_all(producer, halves, commit=True)
         return plan

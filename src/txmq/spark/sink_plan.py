@@ -10,9 +10,17 @@ How a streaming batch becomes visible exactly once (the I/O is in :mod:`txmq.spa
    already recorded is a **replay** and its halves are rolled back; otherwise it appends the marker
    ``{epoch, tokens}`` **first** (the decision point) and then commits every half;
 3. anything left pending by a crash is settled by check-back (:func:`verdict_for`): a half whose epoch has
-   a marker is committed iff its token is in it (the failed task attempts and replays are not); a
-   streaming half whose batch is older than the newest marker, without a marker of its own, is rolled back;
-   anything else stays UNKNOWN, because its batch may still be committing.
+   a marker is committed iff its token is in it (the failed task attempts and replays are not) and it is
+   the try of its row that the task reported (below); a streaming half whose batch is older than the
+   newest marker, without a marker of its own, is rolled back; anything else stays UNKNOWN, because its
+   batch may still be committing.
+
+Re-sent rows: a half whose send failed ambiguously (a timeout, a connection lost after the request was
+written) may be stored although the task never learned its transaction id. It carries the attempt's
+token, so the token alone would let check-back commit it *and* the re-send: a duplicate. So every half
+also carries its row's sequence number in the attempt (``TXMQ_SINK_SEQ``) and, when re-sent, the try
+number (``TXMQ_SINK_TRY``, absent on the first try); the task reports ``{seq: try}`` for its re-sent rows
+and the marker records it per token: only the reported try of a row commits, every other try rolls back.
 
 The crash windows, each converging by check-back: executors sent halves and the driver died before the
 marker (no marker: UNKNOWN until the restarted query re-runs the batch and records it with *new* tokens,
@@ -39,6 +47,8 @@ SINK_PROPERTY = "TXMQ_SINK"
 EPOCH_PROPERTY = "TXMQ_SINK_EPOCH"
 TOKEN_PROPERTY = "TXMQ_SINK_TOKEN"
 PARTITION_PROPERTY = "TXMQ_SINK_PARTITION"
+SEQ_PROPERTY = "TXMQ_SINK_SEQ"
+TRY_PROPERTY = "TXMQ_SINK_TRY"
 MARKER_TOPIC_PREFIX = "TXMQ_SINK_"
 GROUP_PREFIX = "txmq-sink-"
 JOB_PREFIX = "job-"
@@ -60,11 +70,15 @@ class CommitPlan(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class HalfTag:
-    """Which sink, epoch and task attempt sent a half message (read back from its properties)."""
+    """Which sink, epoch and task attempt sent a half message (read back from its properties); ``seq`` and
+    ``attempt`` say which row of the attempt and which try of its send (``seq`` is ``None`` on halves of
+    sinks older than the re-send rule: the token alone decides for them)."""
 
     sink_id: str
     epoch: str
     token: str
+    seq: int | None = None
+    attempt: int = 0
 
     @property
     def batch_id(self) -> int | None:
@@ -80,12 +94,22 @@ class HalfTag:
         }
 
 
+def row_properties(seq: int, attempt: int) -> dict[str, str]:
+    """The per-row part of a half's tag: its sequence number in the attempt and, when re-sent, the try."""
+    if attempt == 0:
+        return {SEQ_PROPERTY: str(seq)}
+    return {SEQ_PROPERTY: str(seq), TRY_PROPERTY: str(attempt)}
+
+
 def tag_of(properties: Mapping[str, str]) -> HalfTag | None:
-    """The tag of a half message, or ``None`` when it was not sent by a txmq sink."""
+    """The tag of a half message, or ``None`` when it was not sent by a txmq sink (or is malformed)."""
     sink, epoch, token = (properties.get(k) for k in (SINK_PROPERTY, EPOCH_PROPERTY, TOKEN_PROPERTY))
     if not sink or not epoch or not token:
         return None
-    return HalfTag(sink, epoch, token)
+    seq_text, try_text = properties.get(SEQ_PROPERTY), properties.get(TRY_PROPERTY, "0")
+    if (seq_text is not None and not seq_text.isdigit()) or not try_text.isdigit():
+        return None
+    return HalfTag(sink, epoch, token, int(seq_text) if seq_text is not None else None, int(try_text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,18 +121,29 @@ class Marker:
     tokens: frozenset[str]
     halves: int = 0
     committed_at_ms: int = 0
+    # token -> {row seq -> the try that the task reported}, only for re-sent rows (usually empty)
+    resent: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
+
+    def chosen_try(self, token: str, seq: int) -> int:
+        """Which try of row ``seq`` of attempt ``token`` is the one to commit (0 unless it was re-sent)."""
+        rows = self.resent.get(token)
+        return rows.get(seq, 0) if rows is not None else 0
 
     def encode(self) -> bytes:
-        return json.dumps(
-            {
-                "sink": self.sink_id,
-                "epoch": self.epoch,
-                "tokens": sorted(self.tokens),
-                "halves": self.halves,
-                "committed_at_ms": self.committed_at_ms,
-            },
-            separators=(",", ":"),
-        ).encode()
+        data: dict[str, Any] = {
+            "sink": self.sink_id,
+            "epoch": self.epoch,
+            "tokens": sorted(self.tokens),
+            "halves": self.halves,
+            "committed_at_ms": self.committed_at_ms,
+        }
+        if self.resent:
+            data["resent"] = {
+                token: {str(seq): attempt for seq, attempt in sorted(rows.items())}
+                for token, rows in sorted(self.resent.items())
+                if rows
+            }
+        return json.dumps(data, separators=(",", ":")).encode()
 
     @staticmethod
     def decode(body: bytes) -> Marker:
@@ -120,6 +155,10 @@ class Marker:
                 tokens=frozenset(str(t) for t in data["tokens"]),
                 halves=int(data.get("halves", 0)),
                 committed_at_ms=int(data.get("committed_at_ms", 0)),
+                resent={
+                    str(token): {int(seq): int(attempt) for seq, attempt in dict(rows).items()}
+                    for token, rows in dict(data.get("resent", {})).items()
+                },
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise errors.ProtocolError(f"a sink marker is not readable: {exc}") from None
@@ -161,7 +200,11 @@ def verdict_for(tag: HalfTag, record: SinkRecord) -> Verdict:
     """Check-back's answer for a half message of this sink (see the module docstring)."""
     marker = record.markers.get(tag.epoch)
     if marker is not None:
-        return Verdict.COMMIT if tag.token in marker.tokens else Verdict.ROLLBACK
+        if tag.token not in marker.tokens:
+            return Verdict.ROLLBACK
+        if tag.seq is not None and tag.attempt != marker.chosen_try(tag.token, tag.seq):
+            return Verdict.ROLLBACK  # a try of a re-sent row that the task did not report
+        return Verdict.COMMIT
     batch = tag.batch_id
     if batch is not None and record.latest_batch is not None and batch < record.latest_batch:
         return Verdict.ROLLBACK  # the query moved on: this batch was recorded empty or its attempt died

@@ -64,10 +64,19 @@ def spark_schema() -> StructType:
 
 
 class RangePartition(InputPartition):
-    """One queue's offsets ``[start, end)``; ``value`` is None for the placeholder of an empty read."""
+    """Offsets ``[start, end)`` of one queue (all of a queue's planned range, or a piece of it when
+    ``minPartitions`` / ``maxOffsetsPerPartition`` cut it); ``value`` is None for the placeholder of an
+    empty read."""
 
     def __init__(self, value: off.QueueRange | None) -> None:
         super().__init__(value)
+
+
+def _partitions(opts: opt.SourceOptions, ranges: list[off.QueueRange]) -> list[RangePartition]:
+    pieces = off.split(
+        ranges, min_partitions=opts.min_partitions, max_per_partition=opts.max_offsets_per_partition
+    )
+    return [RangePartition(r) for r in pieces]
 
 
 def _read(opts: opt.SourceOptions, schema: StructType, partition: InputPartition) -> Iterator[Any]:
@@ -126,7 +135,7 @@ class TxmqBatchReader(DataSourceReader):
             end = session.resolve(self.opts.ending, missing=off.LATEST)
         start = {k: min(v, end[k]) for k, v in start.items()}  # a start past the end reads nothing
         ranges, _ = off.plan(start, end)
-        return [RangePartition(r) for r in ranges] or [RangePartition(None)]
+        return _partitions(self.opts, ranges) or [RangePartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(self.opts, self.schema, partition)
@@ -175,7 +184,7 @@ class TxmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ranges, losses = off.plan(off.flatten(start), off.flatten(end))
         for loss in losses:
             data_loss(self.opts, loss.describe())
-        return [RangePartition(r) for r in ranges]
+        return _partitions(self.opts, ranges)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(self.opts, self.schema, partition)

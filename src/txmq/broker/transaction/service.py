@@ -58,6 +58,9 @@ _NEW = TxnRecord()  # frozen: one shared "nothing happened yet"
 _SEP, _END = props.NAME_VALUE_SEPARATOR, props.PROPERTY_SEPARATOR
 
 
+_RESOLVED_MAX: Final = 65_536  # recently resolved halves remembered (far more than the index can lag)
+
+
 def op_key(half_offset: int) -> str:
     return f"%TXOP%{half_offset}"
 
@@ -89,6 +92,10 @@ class TransactionService:
         self._op_applied = 0  # op queue offsets below this are reflected in memory
         self._watched: dict[int, Watch] = {}
         self._early: dict[int, TxnRecord] = {}
+        # watched halves just resolved: their op records may not be in the key index yet (dispatch is
+        # asynchronous), and a decision arriving meanwhile (a check-back answer racing the producer's
+        # commit) must see the resolution, not an empty op log (PENDING: committed twice). Bounded.
+        self._resolved: OrderedDict[int, TxnRecord] = OrderedDict()
         self._schedule = DueSchedule()
         self._round_cursor: RoundCursor = START
         self._last_save_ms = 0
@@ -260,6 +267,9 @@ class TransactionService:
         watch = self._watched.get(half_offset)
         if watch is not None:
             return watch.record.state
+        resolved = self._resolved.get(half_offset)
+        if resolved is not None:
+            return resolved.state
         early = self._early.get(half_offset)
         if early is not None:
             return early.state
@@ -303,11 +313,17 @@ class TransactionService:
         self._op_applied = max(self._op_applied, op_queue_offset + 1)
         watch = self._watched.get(half_offset)
         if watch is None:
+            if half_offset in self._resolved:  # e.g. a check sent while the commit was being stored
+                self._resolved[half_offset] = step(self._resolved[half_offset], event)
+                return
             self._early[half_offset] = step(self._early.get(half_offset, _NEW), event)
             return
         watch.record = step(watch.record, event)
         if watch.record.state.is_terminal:
             del self._watched[half_offset]
+            self._resolved[half_offset] = watch.record
+            if len(self._resolved) > _RESOLVED_MAX:
+                self._resolved.popitem(last=False)
             self._schedule.set(half_offset, None)
         else:
             self._reschedule(half_offset, watch)
