@@ -19,10 +19,10 @@ print(before[0], gc.get_threshold()[0], gc.get_threshold()[1:] == before[1:], gc
 
 
 def test_tune_gc_freezes_startup_objects_and_raises_the_young_threshold(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD], env=subprocess_env(tmp_path), capture_output=True, text=True, check=True
-    ).stdout.split()
-    before, after, older_unchanged, frozen = int(out[0]), int(out[1]), out[2], int(out[3])
+    env = subprocess_env(tmp_path)
+    out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
+    words = out.stdout.split()
+    before, after, older_unchanged, frozen = int(words[0]), int(words[1]), words[2], int(words[3])
     assert before == 700  # CPython's default: the child starts untuned
     assert after == 50_000
     assert older_unchanged == "True"
