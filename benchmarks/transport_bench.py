@@ -8,6 +8,11 @@ the broker's handler on a real store (ASYNC flush). Reports the best of ``--roun
 figures per message.
 
     python benchmarks/transport_bench.py [--messages 4096] [--rounds 5] [--src OTHER/src]
+        [--only send,batch] [--profile /tmp/prof] [--untuned-gc]
+
+Scenarios: single sends (``send``), batches of 100 (``batch``, SEND_BATCH_MESSAGE), GET_MAX_OFFSET,
+pulls of 32. The broker's collector is set as a broker process sets it (``runtime.tune_gc``) unless
+``--untuned-gc`` or the measured ``src`` has no such function.
 
 ``--src`` measures another checkout's ``src`` (a baseline) with this same script.
 """
@@ -62,7 +67,7 @@ class Sink(asyncio.Transport):
         pass
 
 
-async def run(messages: int, rounds: int, per_read: int) -> None:
+async def run(messages: int, rounds: int, per_read: int, only: set[str], profile: str, untuned: bool) -> None:
     from tests.integration.remoting_support import send_header
 
     from txmq.broker.broker import Broker
@@ -70,6 +75,7 @@ async def run(messages: int, rounds: int, per_read: int) -> None:
     from txmq.protocol.remoting import frame
     from txmq.protocol.remoting.codes import RequestCode
     from txmq.protocol.remoting.command import make_request
+    from txmq.protocol.remoting.message_codec import BatchMessage, encode_batch
     from txmq.server.remoting.context import RemotingContext
     from txmq.server.remoting.dispatch import make_handler
     from txmq.server.remoting_transport import RemotingEndpoint
@@ -78,6 +84,13 @@ async def run(messages: int, rounds: int, per_read: int) -> None:
     body = os.urandom(512).hex().encode()  # 1 KB
     with tempfile.TemporaryDirectory() as tmp:
         broker = await Broker.open(BrokerConfig(data_dir=tmp, flush=FlushMode.ASYNC))
+        from txmq.server import runtime
+
+        tune_gc = getattr(
+            runtime, "tune_gc", None
+        )  # the broker process's collector settings, if the src has them
+        if tune_gc is not None and not untuned:
+            tune_gc()
         handler = make_handler(RemotingContext(broker, "127.0.0.1:10911"))
         opaque = 0
 
@@ -87,6 +100,14 @@ async def run(messages: int, rounds: int, per_read: int) -> None:
             return frame.encode(make_request(code, opaque, fields, payload))
 
         async def measure(name: str, frames: list[bytes], per_message: int) -> None:
+            if only and name.split(",")[0].split(" ")[0] not in only:
+                return
+            profiler = None
+            if profile:
+                import cProfile
+
+                profiler = cProfile.Profile()
+                profiler.enable()
             best = float("inf")
             for _ in range(rounds):
                 endpoint = RemotingEndpoint(handler)
@@ -104,6 +125,9 @@ async def run(messages: int, rounds: int, per_read: int) -> None:
                 if sink.failed:
                     print(f"{name}: {sink.failed} responses were not SUCCESS")
                 await asyncio.sleep(0)
+            if profiler is not None:
+                profiler.disable()
+                profiler.dump_stats(f"{profile}.{name.split(',')[0].split(' ')[0]}")
             print(f"{name:<40} {best / (len(frames) * per_message) * 1e6:8.1f} us CPU per message")
 
         sends = [
@@ -113,6 +137,16 @@ async def run(messages: int, rounds: int, per_read: int) -> None:
             for i in range(messages)
         ]
         await measure(f"send, {per_read} per read", sends, 1)
+        batch_body = encode_batch([BatchMessage(body, {"TAGS": "bench"}) for _ in range(100)])
+        batches = [
+            request(
+                RequestCode.SEND_BATCH_MESSAGE,
+                send_header("TBatch", {"TAGS": "bench"}, queue_id=i % 4),
+                batch_body,
+            )
+            for i in range(max(4, messages // 100))
+        ]
+        await measure(f"batch of 100, {per_read} per read", batches, 100)
         queries = [
             request(RequestCode.GET_MAX_OFFSET, {"topic": "TSend", "queueId": str(i % 4)})
             for i in range(messages)
@@ -146,13 +180,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--per-read", type=int, default=64)
     parser.add_argument("--src", default=str(ROOT / "src"), help="the txmq sources to measure")
+    parser.add_argument("--only", default="", help="scenarios by first word: send,batch,GET_MAX_OFFSET,pull")
+    parser.add_argument("--profile", default="", help="cProfile each scenario into PROFILE.<scenario>")
+    parser.add_argument("--untuned-gc", action="store_true", help="keep CPython's collector defaults")
     args = parser.parse_args()
     sys.path.insert(0, args.src)
     sys.path.insert(0, str(ROOT))
     import uvloop
 
     uvloop.install()
-    asyncio.run(run(args.messages, args.rounds, args.per_read))
+    only = set(args.only.split(",")) if args.only else set()
+    asyncio.run(run(args.messages, args.rounds, args.per_read, only, args.profile, args.untuned_gc))
 
 
 if __name__ == "__main__":

@@ -226,10 +226,12 @@ class CommitLog:
         self._fill = fill + size
         self.write_offset = start + size
         self.queue_next[key] = queue_offset + 1
-        self.pending.append(DispatchEntry(start, size, topic, fields.queue_id, queue_offset, fields.tags_code,
-                                          now_ms, fields.properties, fields.index_keys))  # fmt: skip
+        # tuple.__new__: calling a NamedTuple class runs its interpreted __new__, twice per message here
+        self.pending.append(_new_tuple(DispatchEntry, (start, size, topic, fields.queue_id, queue_offset,
+                            fields.tags_code, now_ms, fields.properties, fields.index_keys)))  # fmt: skip
         segment.last_store_ms = now_ms
-        return AppendResult(start, size, queue_offset, now_ms)
+        result: AppendResult = _new_tuple(AppendResult, (start, size, queue_offset, now_ms))
+        return result
 
     def _ensure_room(self, size: int) -> None:
         if self._fill + size > len(self._buf):

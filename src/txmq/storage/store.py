@@ -66,6 +66,8 @@ from txmq.storage.index import KeyIndex, no_keys
 from txmq.storage.recovery import recover
 from txmq.storage.segment import SegmentList, scan_segment
 
+_new_tuple = tuple.__new__
+
 _LOG = logging.getLogger(__name__)
 _I32 = 1 << 31
 _I64 = 1 << 63
@@ -299,8 +301,14 @@ class MessageStore:
             if self._closed:
                 raise StorageError("the store is closed")
             result = self._log.append_one(topic, records[0])
-            appended = BatchAppend((result.physical_offset,), (result.size,), (result.queue_offset,),
-                                   result.store_timestamp_ms)  # fmt: skip
+            # tuple.__new__: a NamedTuple's own __new__ is interpreted Python, a call per message
+            columns_one = (
+                (result.physical_offset,),
+                (result.size,),
+                (result.queue_offset,),
+                result.store_timestamp_ms,
+            )
+            appended: BatchAppend = _new_tuple(BatchAppend, columns_one)
             return appended, self._durable(result.physical_offset + result.size)
         columns = codec.columns(records)
         _check_records(topic, records, columns)  # a bad record's error comes first, as record by record

@@ -372,16 +372,23 @@ def decode_batch_entries(data: bytes) -> list[tuple[bytes, dict[str, str], int]]
     ``BatchMessage`` per entry); the same checks and errors."""
     result: list[tuple[bytes, dict[str, str], int]] = []
     pos = 0
+    size = len(data)
+    head = _BATCH_HEAD.size
+    # typed locals: compiled, the offsets below are machine-int arithmetic, not generic number calls
+    total: int
+    flag: int
+    body_len: int
+    props_len: int
     try:
-        while pos < len(data):
+        while pos < size:
             total, _magic, _crc, flag, body_len = _BATCH_HEAD.unpack_from(data, pos)
-            body_start = pos + _BATCH_HEAD.size
-            if body_len < 0 or body_start + body_len + 2 > len(data):
+            body_start = pos + head
+            if body_len < 0 or body_start + body_len + 2 > size:
                 raise ValueError(f"body length {body_len} is out of bounds")
             (props_len,) = _U16.unpack_from(data, body_start + body_len)
             props_start = body_start + body_len + 2
             end = props_start + props_len
-            if end > len(data) or total != end - pos:
+            if end > size or total != end - pos:
                 raise ValueError(f"total size {total} does not match the entry ({end - pos} bytes)")
             properties = props.decode(data[props_start:end]) if props_len else {}
             result.append((data[body_start : body_start + body_len], properties, flag))

@@ -67,31 +67,38 @@ def to_message(topic: str, body: bytes, properties: Mapping[str, str], sys_flag:
     )
 
 
-# Properties that send a 4.x message down the general path (delay, transaction, check immunity, the
-# ali-ons sharding key): :func:`to_lean` handles every other message.
-_NOT_LEAN = (props.DELAY, props.TRAN_MSG, props.TIMER_DELIVER_MS, props.CHECK_IMMUNITY_TIME_IN_SECONDS,
-             _ALI_SHARDING_KEY)  # fmt: skip
 _SYSTEM_KEYS = props.SYSTEM_KEYS
+_new_tuple = tuple.__new__  # a NamedTuple built without its Python-level __new__ (an interpreted call)
 
 
-def to_lean(body: bytes, properties: Mapping[str, str], sys_flag: int) -> LeanMessage | None:
+def to_lean(body: bytes, properties: dict[str, str], sys_flag: int) -> LeanMessage | None:
     """The send lane's message for a NORMAL or FIFO 4.x send, or None when :func:`to_message` must
     judge it (a delay, a transaction, check immunity): the same fields ``to_message`` would give."""
     if sys_flag & TRANSACTION_PREPARED_TYPE:
         return None
-    for key in _NOT_LEAN:
-        if key in properties:
-            return None
-    get = properties.get
-    keys = get(props.KEYS, "")
-    return LeanMessage(
-        body if type(body) is bytes else bytes(body),
-        {k: v for k, v in properties.items() if k not in _SYSTEM_KEYS},
-        get(props.TAGS) or None,
-        tuple(k for k in keys.split(props.KEY_SEPARATOR) if k) if keys else (),
-        get(props.UNIQ_KEY) or None,
-        get(props.SHARDING_KEY) or None,
+    # the properties that send a 4.x message down the general path (delay, transaction, check
+    # immunity, the ali-ons sharding key): one dict lookup each
+    if (
+        props.DELAY in properties
+        or props.TRAN_MSG in properties
+        or props.TIMER_DELIVER_MS in properties
+        or props.CHECK_IMMUNITY_TIME_IN_SECONDS in properties
+        or _ALI_SHARDING_KEY in properties
+    ):
+        return None
+    keys = properties.get(props.KEYS, "")
+    lean: LeanMessage = _new_tuple(
+        LeanMessage,
+        (
+            body if type(body) is bytes else bytes(body),
+            {k: v for k, v in properties.items() if k not in _SYSTEM_KEYS},
+            properties.get(props.TAGS) or None,
+            tuple([k for k in keys.split(props.KEY_SEPARATOR) if k]) if keys else (),
+            properties.get(props.UNIQ_KEY) or None,
+            properties.get(props.SHARDING_KEY) or None,
+        ),
     )
+    return lean
 
 
 @functools.lru_cache(maxsize=1024)

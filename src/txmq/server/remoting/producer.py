@@ -84,11 +84,14 @@ def send(
         if exc is not None:
             return error_response(request, exc)
         # one NORMAL/FIFO message (batches take _send_batch): no transaction id, no recall handle
-        (result,) = sender.lane_results(appended)
-        msg_id = result.offset_message_id or result.message_id
-        return encode_send_response(request, msg_id, result.queue.queue_id, result.queue_offset)
+        msg_id, queue_id, queue_offset = sender.lane_answer(appended)
+        return encode_send_response(request, msg_id, queue_id, queue_offset)
 
-    return Deferred(appended.durable, answer)
+    deferred: Deferred = _new_tuple(Deferred, (appended.durable, answer))  # no interpreted __new__
+    return deferred
+
+
+_new_tuple = tuple.__new__
 
 
 async def _send_batch(
