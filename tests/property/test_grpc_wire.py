@@ -60,3 +60,21 @@ def test_send_reply_is_the_generated_reply(results: list[_Result]) -> None:
 def test_varint_matches_protobuf(value: int) -> None:
     present = pb.SystemProperties(queue_offset=value)  # explicit presence: 0 is written too
     assert b"\x70" + wire.varint(value) == present.SerializeToString()
+
+
+_IDS = st.lists(st.tuples(_TEXT, I64), max_size=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_IDS)
+def test_lane_reply_is_the_generated_reply(columns: list[tuple[str, int]]) -> None:
+    """A send-lane batch's reply from its columns: what the door filled from its SendResults."""
+    ids = [message_id for message_id, _ in columns]
+    offsets = [offset for _, offset in columns]
+    results = [_Result(message_id, None, offset, None) for message_id, offset in columns]
+    assert wire.lane_reply(ids, offsets) == _old_reply(results)
+
+
+def test_lane_reply_rejects_ragged_columns() -> None:
+    with pytest.raises(ValueError):
+        wire.lane_reply(["a", "b"], [1])

@@ -169,7 +169,11 @@ class MessagingServicer:
         try:
             lane = convert.to_lean(request.messages)
             if lane is not None:
-                results = await self.broker.send_lean(lane[0], lane[1], ctx)
+                topic, lean = lane
+                if len(lean) > 1:  # answered from the batch's columns: no SendResult per message
+                    sent = await self.broker.send_lean_batch(topic, lean, ctx)
+                    return wire.lane_reply(sent.message_ids, sent.queue_offsets)
+                results = await self.broker.send_lean(topic, lean, ctx)
             else:
                 messages = [convert.to_message(m) for m in request.messages]
                 results = await self.broker.send(messages, ctx)

@@ -16,7 +16,7 @@ The door's serializer passes ``bytes`` through unchanged (``server/grpc_decode.p
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from txmq.protocol.grpc import convert
@@ -70,5 +70,21 @@ def send_reply(results: Iterable[Any]) -> bytes:
             entry += b"\x20" + varint(result.queue_offset)
         if result.recall_handle:
             entry += _field(b"\x2a", result.recall_handle.encode())
+        append(b"\x12" + varint(len(entry)) + entry)
+    return b"".join(parts)
+
+
+def lane_reply(message_ids: Sequence[str], queue_offsets: Sequence[int]) -> bytes:
+    """:func:`send_reply` for a send-lane batch, from its columns (``LaneSent``): the lane takes
+    neither transactional nor delayed messages, so an entry has no transaction id and no recall
+    handle (the OK status, the message id, the offset), and no result object is built per message."""
+    parts = [_OK_STATUS]
+    append = parts.append
+    ok = _OK_STATUS
+    for message_id, queue_offset in zip(message_ids, queue_offsets, strict=True):
+        encoded = message_id.encode()
+        entry = ok + b"\x12" + varint(len(encoded)) + encoded if encoded else ok
+        if queue_offset:
+            entry += b"\x20" + varint(queue_offset)
         append(b"\x12" + varint(len(entry)) + entry)
     return b"".join(parts)
