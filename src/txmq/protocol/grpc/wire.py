@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from txmq.common import properties as props
+from txmq.common.message import MessageView
 from txmq.protocol.grpc import convert
 
 _VARINT_CACHE_MAX = 1 << 14  # lengths and small numbers: one list lookup instead of a loop
@@ -88,3 +90,107 @@ def lane_reply(message_ids: Sequence[str], queue_offsets: Sequence[int]) -> byte
             entry += b"\x20" + varint(queue_offset)
         append(b"\x12" + varint(len(entry)) + entry)
     return b"".join(parts)
+
+
+# ---- ReceiveMessageResponse{message} -------------------------------------------------------------
+# body_digest (4) {type MD5, checksum: 32 hex digits follow}; after them body_encoding (5) IDENTITY and
+# message_type (6) per MessageType value (UNSPECIFIED, 0, is sent as NORMAL, as convert.to_wire does)
+_DIGEST_MD5 = b"\x22\x24\x08" + varint(convert.DIGEST_MD5) + b"\x12\x20"
+_ENCODING_AND_TYPE = [
+    b"\x28" + varint(convert.ENCODING_IDENTITY) + b"\x30" + varint(value or convert.NORMAL)
+    for value in range(8)
+]
+
+
+def _time(tag: bytes, ms: int) -> bytes:
+    """A Timestamp or Duration of ``ms`` milliseconds (seconds 1, nanos 2; zeros left out)."""
+    seconds, rest = divmod(ms, 1000)
+    if not rest:
+        if not seconds:
+            return tag + b"\x00"
+        data = b"\x08" + varint(seconds)
+    elif seconds:
+        data = b"\x08" + varint(seconds) + b"\x10" + varint(rest * 1_000_000)
+    else:
+        data = b"\x10" + varint(rest * 1_000_000)
+    return tag + varint(len(data)) + data
+
+
+def delivered(view: MessageView, invisible_ms: int | None) -> bytes:
+    """``ReceiveMessageResponse(message=convert.to_wire(view, invisible_ms=invisible_ms))`` serialized:
+    the same fields (protocol.md §2.4, MD5 body digest included) in field number order, written
+    directly as parts joined once (the body is copied once).
+
+    ``tests/property/test_grpc_wire.py`` holds both to the same parsed message."""
+    body = view.body
+    properties = view.properties
+    message_id = view.message_id
+    parts: list[bytes] = []  # system_properties (3), fields in number order
+    add = parts.append
+    tags = view.tags
+    if tags:
+        data = tags.encode()
+        add(b"\x0a" + varint(len(data)) + data)
+    for key in view.keys:
+        data = key.encode()
+        add(b"\x12" + varint(len(data)) + data)
+    if message_id:
+        data = message_id.encode()
+        add(b"\x1a" + varint(len(data)) + data)
+    add(_DIGEST_MD5 + convert.body_digest(body).encode() + _ENCODING_AND_TYPE[int(view.message_type)])
+    add(_time(b"\x3a", view.born_timestamp_ms))
+    if view.born_host:
+        data = view.born_host.encode()
+        add(b"\x42" + varint(len(data)) + data)
+    add(_time(b"\x4a", view.store_timestamp_ms))
+    if view.store_host:
+        data = view.store_host.encode()
+        add(b"\x52" + varint(len(data)) + data)
+    if view.delivery_timestamp_ms is not None:
+        add(_time(b"\x5a", view.delivery_timestamp_ms))
+    receipt_handle = view.receipt_handle
+    if receipt_handle:
+        data = receipt_handle.encode()
+        add(b"\x62" + varint(len(data)) + data)
+    if view.queue_id:
+        add(b"\x68" + varint(view.queue_id))
+    add(b"\x70" + varint(view.queue_offset))
+    if invisible_ms is not None:
+        add(_time(b"\x7a", invisible_ms))
+    attempt = view.delivery_attempt
+    add(b"\x80\x01" + varint(attempt if attempt > 1 else 1))
+    group = view.message_group
+    if group:
+        data = group.encode()
+        add(b"\x8a\x01" + varint(len(data)) + data)
+    if properties:
+        origin_topic = properties.get(props.DLQ_ORIGIN_TOPIC)
+        if origin_topic:
+            data = origin_topic.encode()
+            dlq = b"\x0a" + varint(len(data)) + data
+            origin_id = properties.get(props.DLQ_ORIGIN_MESSAGE_ID, message_id)
+            if origin_id:
+                data = origin_id.encode()
+                dlq += b"\x12" + varint(len(data)) + data
+            add(b"\xa2\x01" + varint(len(dlq)) + dlq)
+    sysp = b"".join(parts)
+    # the message: topic (1), user properties (2), system properties (3), body (4)
+    data = view.topic.encode()
+    head = (
+        b"\x0a" + varint(len(data) + 1 + len(varint(len(data)))) + b"\x12" + varint(len(data)) + data
+        if data
+        else b"\x0a\x00"
+    )
+    if properties:
+        for key, value in props.user_properties(properties).items():
+            k = key.encode()
+            v = value.encode()
+            entry = b"\x0a" + varint(len(k)) + k + b"\x12" + varint(len(v)) + v
+            head += b"\x12" + varint(len(entry)) + entry
+    head += b"\x1a" + varint(len(sysp))
+    size = len(head) + len(sysp)
+    if body:
+        tail = b"\x22" + varint(len(body))
+        size += len(tail) + len(body)
+        return b"".join((b"\x12", varint(size), head, sysp, tail, body))
+    return b"".join((b"\x12", varint(size), head, sysp))
