@@ -139,3 +139,12 @@ def test_delivered_is_byte_identical_for_a_plain_message() -> None:
     expected = S.ReceiveMessageResponse()
     convert.to_wire(view, invisible_ms=30_000, into=expected.message)
     assert wire.delivered(view, 30_000) == expected.SerializeToString()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(I64, st.integers(0, 2**64 - 1), st.integers(2**13, 2**36)))
+def test_varint_is_the_general_encoding(value: int) -> None:
+    """The table-driven varint against the bit-by-bit encoder, every length included."""
+    assert wire.varint(value) == wire._encode_varint(value)
+    present = pb.SystemProperties(queue_offset=value if value < 2**63 else value - 2**64)
+    assert b"\x70" + wire.varint(value) == present.SerializeToString()
