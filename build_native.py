@@ -25,7 +25,8 @@ GROUP = "txmq_native"  # the shared library: src/txmq_native__mypyc.<abi>.so
 # Chosen by profile and A/B measurement (benchmarks/results/mypyc.md). Add a module only if mypyc
 # compiles it unchanged in behaviour and a benchmark shows the gain; exclude rather than contort.
 # Excluded: protocol.remoting.headers (its field table reads typing.get_type_hints, and mypyc erases
-# `str | None` annotations of compiled dataclasses to `type`).
+# `str | None` annotations of compiled dataclasses to `type`); server.grpc_server and
+# server.grpc_decode (their streaming handlers are async generators, which mypyc does not compile).
 NATIVE_MODULES: list[str] = [
     "txmq.protocol.remoting.frame",
     "txmq.protocol.remoting.command",
@@ -41,6 +42,8 @@ NATIVE_MODULES: list[str] = [
     "txmq.broker.send",
     "txmq.broker.records",
     "txmq.broker.pop",
+    "txmq.protocol.grpc.convert",
+    "txmq.protocol.grpc.wire",
     "txmq.server.remoting.convert",
     "txmq.server.remoting.producer",
     "txmq.server.remoting.consumer",

@@ -170,7 +170,11 @@ class MessagingServicer:
         try:
             lane = convert.to_lean(request.messages)
             if lane is not None:
-                results = await self.broker.send_lean(lane[0], lane[1], ctx)
+                topic, lean = lane
+                if len(lean) > 1:  # answered from the batch's columns: no SendResult per message
+                    sent = await self.broker.send_lean_batch(topic, lean, ctx)
+                    return wire.lane_reply(sent.message_ids, sent.queue_offsets)
+                results = await self.broker.send_lean(topic, lean, ctx)
             else:
                 messages = [convert.to_message(m) for m in request.messages]
                 results = await self.broker.send(messages, ctx)
@@ -226,19 +230,17 @@ class MessagingServicer:
             yield response(status=_NOT_FOUND)
         else:
             yield response(status=convert.OK_STATUS)
-            to_wire = convert.to_wire
+            delivered = wire.delivered
             try:
                 while messages:
                     # a chunk's responses are all built before the first is written: one tight
                     # conversion loop costs less than conversions interleaved with grpc's writes, and
-                    # other calls run between the chunks (receive_chunks)
-                    responses = []
-                    for view in messages:
-                        delivered = response()
-                        to_wire(view, invisible_ms=invisible_ms, into=delivered.message)
-                        responses.append(delivered)
-                    for delivered in responses:
-                        yield delivered
+                    # other calls run between the chunks (receive_chunks). Each response is written as
+                    # bytes (wire.delivered: what convert.to_wire + SerializeToString give, cheaper),
+                    # which grpc_decode's serializer passes through.
+                    responses = [delivered(view, invisible_ms) for view in messages]
+                    for encoded in responses:
+                        yield encoded
                     messages = await _next_chunk(chunks)
             finally:
                 await chunks.aclose()  # a client gone mid-stream: lease nothing more
@@ -302,9 +304,7 @@ class MessagingServicer:
             return
         yield response(status=_pull_status(result.status, result.min_offset, result.max_offset))
         for view in result.messages:
-            delivered = response()
-            convert.to_wire(view, into=delivered.message)
-            yield delivered
+            yield wire.delivered(view, None)  # the delivered message's response, serialized
         yield response(next_offset=result.next_offset)
 
     @_unary(S.GetOffsetResponse)

@@ -22,6 +22,9 @@ _ENCODING_GZIP = pb.Encoding.GZIP
 _DIGEST_MD5 = pb.DigestType.MD5
 _TRANSACTION = pb.MessageType.TRANSACTION
 _NORMAL = int(MessageType.NORMAL)
+ENCODING_IDENTITY: int = _ENCODING_IDENTITY  # for wire.delivered
+DIGEST_MD5: int = _DIGEST_MD5
+NORMAL: int = _NORMAL
 _OK = pb.Code.OK
 
 
