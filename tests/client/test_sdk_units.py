@@ -123,6 +123,17 @@ def test_properties_round_trip_through_a_record() -> None:
     assert timed["TIMER_DELIVER_MS"] == "5"
 
 
+def test_numeric_properties_that_int_refuses_are_ignored() -> None:
+    # '\u00b2' (superscript two) is a digit for str.isdigit() but int() refuses it: a broker or a peer
+    # may hand any text, the decoder must not raise
+    wire = WireMessage(
+        topic="t", body=b"x", reconsume_times=3,
+        properties={"RECONSUME_TIME": "\u00b2", "TIMER_DELIVER_MS": "\u00b2"},
+    )  # fmt: skip
+    view = view_of(wire)
+    assert (view.reconsume_times, view.delivery_timestamp_ms) == (3, None)
+
+
 def test_tag_expressions() -> None:
     view = view_of(WireMessage(topic="t", body=b"x", properties={"TAGS": "b"}))
     assert matches(parse_tags("a || b"), view)

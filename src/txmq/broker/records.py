@@ -100,7 +100,7 @@ def to_view(
         keys=keys,
         properties=decoded,
         message_group=decoded.get(props.SHARDING_KEY) or None,
-        delivery_timestamp_ms=int(deliver) if deliver and deliver.isdigit() else None,
+        delivery_timestamp_ms=int(deliver) if deliver and deliver.isdecimal() else None,
         message_type=message_type_of(decoded),
         reconsume_times=reconsume,
         delivery_attempt=delivery_attempt if delivery_attempt is not None else reconsume + 1,

@@ -18,7 +18,7 @@ _ROUTING_KEYS = (props.REAL_TOPIC, props.REAL_QUEUE_ID, props.DELAY, props.TRAN_
 def real_destination(decoded: dict[str, str], record: StoredRecord) -> tuple[str, int]:
     topic = decoded.get(props.REAL_TOPIC) or record.topic
     queue = decoded.get(props.REAL_QUEUE_ID, "")
-    return topic, int(queue) if queue.lstrip("-").isdigit() else record.queue_id
+    return topic, int(queue) if queue.lstrip("-").isdecimal() else record.queue_id
 
 
 def to_real_topic(

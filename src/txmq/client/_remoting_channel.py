@@ -48,7 +48,7 @@ _DRAIN_ABOVE_BYTES: Final = 1 << 20
 def split_addr(addr: str) -> tuple[str, int]:
     """``"host:port"`` -> ``(host, port)``; raises ``InvalidArgument`` on anything else."""
     host, sep, port = addr.strip().rpartition(":")
-    if not sep or not host or not port.isdigit():
+    if not sep or not host or not port.isdecimal():
         raise errors.InvalidArgument(f"address {addr!r} is not host:port")
     return host, int(port)
 

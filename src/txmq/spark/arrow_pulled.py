@@ -266,7 +266,7 @@ def _property_columns(texts: Any, n: int, stamp: Any) -> dict[str, Any]:
     if props.TIMER_DELIVER_MS in code_of:
         texts_of = column(props.TIMER_DELIVER_MS).to_pylist()
         try:
-            micros = [int(t) * 1000 if t is not None and t.isdigit() else None for t in texts_of]
+            micros = [int(t) * 1000 if t is not None and t.isdecimal() else None for t in texts_of]
             result["deliver"] = pa.array(micros, pa.int64()).cast(stamp)
         except (ValueError, OverflowError, pa.ArrowInvalid):
             raise Unsupported from None

@@ -30,7 +30,7 @@ Flat = dict[QueueKey, int]
 
 def _queue_id(key: object) -> int:
     text = str(key)
-    if not text.isdigit():
+    if not text.isdecimal():
         raise errors.InvalidOffset(f"queue id {key!r} is not a non-negative integer")
     return int(text)
 

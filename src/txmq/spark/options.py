@@ -64,7 +64,7 @@ def _positive_int(raw: Mapping[str, str], key: str, *, upper: int | None = None)
     if value is None:
         return None
     text = value.strip()
-    if not text.isdigit() or int(text) <= 0:
+    if not text.isdecimal() or int(text) <= 0:
         raise errors.InvalidArgument(f"option {key} must be a positive integer, not {value!r}")
     if upper is not None and int(text) > upper:
         raise errors.InvalidArgument(f"option {key} must be at most {upper}, not {value!r}")
@@ -73,7 +73,7 @@ def _positive_int(raw: Mapping[str, str], key: str, *, upper: int | None = None)
 
 def _timestamp(key: str, value: str) -> Bound:
     text = value.strip()
-    if not text.isdigit():
+    if not text.isdecimal():
         raise errors.InvalidArgument(f"option {key} must be epoch milliseconds, not {value!r}")
     return Bound("timestamp", timestamp_ms=int(text))
 
@@ -84,7 +84,7 @@ def parse_bound(key: str, value: str, topics: tuple[str, ...]) -> Bound:
     lowered = text.lower()
     if lowered in ("earliest", "latest"):
         return EARLIEST if lowered == "earliest" else LATEST
-    if text.isdigit():
+    if text.isdecimal():
         return _timestamp(key, text)
     if text.startswith("{"):
         try:

@@ -128,7 +128,7 @@ def _lean_columns(records: list[PulledFields], tags: frozenset[str] | None, end:
                 get(retry_key) or topic, queue_id, queue_offset,
                 get(uniq_key) or id_of(store[0], store[1], phys), tag, keys or None, body,
                 {k: v for k, v in p.items() if k not in system}, born_ts, store_ts,
-                int(deliver) if deliver.isdigit() else None, get(group_key) or None, get(txid_key) or None,
+                int(deliver) if deliver.isdecimal() else None, get(group_key) or None, get(txid_key) or None,
             ))  # fmt: skip
         elif queue_offset < end and tags is None:
             append((topic, queue_id, queue_offset, id_of(store[0], store[1], phys), None, None, body, {},

@@ -98,7 +98,7 @@ class TxmqStreamWriter(DataSourceStreamWriter):
     def write(self, iterator: Iterator[Any]) -> Any:
         context = TaskContext.get()
         batch = context.getLocalProperty(BATCH_ID_PROPERTY) if context is not None else None
-        if batch is None or not batch.isdigit():
+        if batch is None or not batch.isdecimal():
             raise errors.Unsupported(
                 f"the txmq stream writer found no Spark batch id ({BATCH_ID_PROPERTY}); "
                 "it runs only in micro-batch streaming queries"

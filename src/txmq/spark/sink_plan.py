@@ -83,7 +83,7 @@ class HalfTag:
     @property
     def batch_id(self) -> int | None:
         """Spark's batch id for a streaming epoch; ``None`` for a batch job's epoch."""
-        return int(self.epoch) if self.epoch.isdigit() else None
+        return int(self.epoch) if self.epoch.isdecimal() else None
 
     def properties(self, partition: int) -> dict[str, str]:
         return {
@@ -107,7 +107,7 @@ def tag_of(properties: Mapping[str, str]) -> HalfTag | None:
     if not sink or not epoch or not token:
         return None
     seq_text, try_text = properties.get(SEQ_PROPERTY), properties.get(TRY_PROPERTY, "0")
-    if (seq_text is not None and not seq_text.isdigit()) or not try_text.isdigit():
+    if (seq_text is not None and not seq_text.isdecimal()) or not try_text.isdecimal():
         return None
     return HalfTag(sink, epoch, token, int(seq_text) if seq_text is not None else None, int(try_text))
 
@@ -173,7 +173,7 @@ class SinkRecord:
 
     def add(self, marker: Marker) -> None:
         self.markers.setdefault(marker.epoch, marker)  # a retried append repeats the same marker
-        if marker.epoch.isdigit():
+        if marker.epoch.isdecimal():
             batch = int(marker.epoch)
             self.latest_batch = batch if self.latest_batch is None else max(self.latest_batch, batch)
 
@@ -189,7 +189,7 @@ def plan_commit(epoch: str, record: SinkRecord, halves: int) -> CommitPlan:
     """What the driver's commit of ``epoch`` does, given the marker log read just before."""
     if epoch in record.markers:
         return CommitPlan.ROLLBACK_REPLAY
-    if epoch.isdigit() and record.latest_batch is not None and int(epoch) <= record.latest_batch:
+    if epoch.isdecimal() and record.latest_batch is not None and int(epoch) <= record.latest_batch:
         return CommitPlan.ROLLBACK_REPLAY  # an older batch re-run after a newer one was recorded
     if halves == 0:
         return CommitPlan.NOTHING
@@ -278,7 +278,7 @@ def parse_sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOp
     # them once the batch outlives the transaction timeout (6 s by default)
     default_immunity = str(limits.spark_sink_check_immunity_s_default)
     immunity = lower.get("checkimmunityseconds", "").strip() or default_immunity
-    if not immunity.isdigit():
+    if not immunity.isdecimal():
         raise errors.InvalidArgument(f"checkImmunitySeconds must be a whole number, not {immunity!r}")
     topic = lower.get("topic", "").strip() or None
     return SinkOptions(endpoints, topic, sink_id, int(immunity))

@@ -312,7 +312,7 @@ class ConsumeQueueSet:
         for topic in self.fs.list_dir(self.directory):
             topic_dir = posixpath.join(self.directory, topic)
             for queue_name in self.fs.list_dir(topic_dir):
-                if queue_name.isdigit():
+                if queue_name.isdecimal():
                     queue = self._make(topic, int(queue_name))
                     queue.load()
 

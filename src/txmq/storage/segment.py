@@ -26,7 +26,7 @@ def segment_name(base: int) -> str:
 
 
 def parse_segment_name(name: str) -> int | None:
-    return int(name) if len(name) == NAME_DIGITS and name.isdigit() else None
+    return int(name) if len(name) == NAME_DIGITS and name.isdecimal() else None
 
 
 @dataclass(slots=True)

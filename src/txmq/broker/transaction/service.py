@@ -253,7 +253,7 @@ class TransactionService:
     def _committed_request(self, half: StoredRecord, decoded: dict[str, str], now_ms: int) -> PutRequest:
         """The real message; a delayed transactional message is delayed from the commit, not the send."""
         deliver = decoded.get(props.TIMER_DELIVER_MS)
-        if (deliver and deliver.isdigit()) or decoded.get(props.DELAY):
+        if (deliver and deliver.isdecimal()) or decoded.get(props.DELAY):
             return self._broker.sender.delayed_from_commit(half, decoded, now_ms)
         # the committed message names its transaction, so consumers (the Spark source's transaction_id)
         # can tell which transaction published it
@@ -445,7 +445,7 @@ class TransactionService:
         return dataclasses.replace(
             view,
             topic=decoded.get(props.REAL_TOPIC, view.topic),
-            queue_id=int(real_queue) if real_queue.isdigit() else 0,
+            queue_id=int(real_queue) if real_queue.isdecimal() else 0,
             transaction_id=txid,
         )
 
@@ -602,7 +602,7 @@ class TransactionService:
             read = self._store.read_queue(names.OP_HALF_TOPIC, 0, low, 512)
             for op in read.records:
                 half = props.decode(op.properties).get(_HALF_PROPERTY, "")
-                if half.isdigit():
+                if half.isdecimal():
                     self._apply(int(half), TxnEvent.decode(op.body), op.queue_offset)
             if not read.records:
                 break

@@ -17,7 +17,7 @@ from txmq.protocol.grpc import pb
 def endpoints(host: str, port: int) -> Any:
     """Endpoints for ``host:port``; IPv4 literals get the IPv4 scheme, anything else DOMAIN_NAME."""
     parts = host.split(".")
-    is_ipv4 = len(parts) == 4 and all(p.isdigit() for p in parts)
+    is_ipv4 = len(parts) == 4 and all(p.isdecimal() for p in parts)
     scheme = pb.AddressScheme.IPv4 if is_ipv4 else pb.AddressScheme.DOMAIN_NAME
     if ":" in host:
         scheme = pb.AddressScheme.IPv6

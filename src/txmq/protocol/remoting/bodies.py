@@ -83,7 +83,7 @@ def _get(obj: Mapping[str, Any], key: str, kind: type, default: Any) -> Any:
     value = obj.get(key)
     if value is None:
         return default
-    if kind is int and type(value) is str and value.lstrip("-").isdigit():
+    if kind is int and type(value) is str and value.lstrip("-").isdecimal():
         return int(value)  # fastjson sometimes quotes longs
     if not isinstance(value, kind) or (kind is int and type(value) is bool):
         raise InvalidBody(f"field {key!r} should be {kind.__name__}, got {type(value).__name__}")

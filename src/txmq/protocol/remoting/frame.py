@@ -241,7 +241,7 @@ def _json_int(fields: dict[str, Any], name: str) -> int:
         return value
     if value is None:
         return 0
-    if type(value) is str and value.lstrip("-").isdigit() and value.isascii():
+    if type(value) is str and value.lstrip("-").isdecimal() and value.isascii():
         return int(value)
     raise RemoteProtocolError(f"header field {name!r} is not an integer: {value!r:.64}")
 

@@ -57,7 +57,7 @@ def _specs(cls: type[Header]) -> tuple[_Spec, ...]:
 def _parse_int(cls: type, wire: str, raw: str) -> int:
     """Java ``Long.parseLong`` rules: optional sign, ASCII digits only, at most 19 of them."""
     digits = raw[1:] if raw[:1] in "+-" else raw
-    if not (digits.isascii() and digits.isdigit() and len(digits) <= 19):
+    if not (digits.isascii() and digits.isdecimal() and len(digits) <= 19):
         raise InvalidHeader(f"{cls.__name__}: field {wire!r} is not an integer: {raw[:64]!r}")
     return int(raw)
 
@@ -156,7 +156,7 @@ def _plain_int(raw: str) -> int | None:
     """``raw`` as an int when it is a plain decimal (ASCII digits, optional ``-``, at most 18 digits),
     which ``int()`` and Java's ``parseLong`` read alike; None sends the caller to the generic parser."""
     digits = raw[1:] if raw[:1] == "-" else raw
-    if digits.isdigit() and digits.isascii() and len(digits) <= 18:
+    if digits.isdecimal() and digits.isascii() and len(digits) <= 18:
         return int(raw)
     return None
 

@@ -46,7 +46,7 @@ def to_message(topic: str, body: bytes, properties: Mapping[str, str], sys_flag:
         sys_flag & TRANSACTION_PREPARED_TYPE
     )
     deliver = properties.get(props.TIMER_DELIVER_MS, "")
-    if deliver and not deliver.isdigit():
+    if deliver and not deliver.isdecimal():
         raise errors.InvalidDeliveryTime(f"TIMER_DELIVER_MS {deliver[:20]!r} is not epoch milliseconds")
     delivery_ms = int(deliver) if deliver else None
     group = properties.get(props.SHARDING_KEY) or properties.get(_ALI_SHARDING_KEY) or None
