@@ -172,7 +172,7 @@ class PushConsumer:
         # sent after that reaches this group even under consume_from=LAST_OFFSET (resolving the end
         # lazily in the fetcher raced with the caller's first sends and skipped them).
         await self._rebalance_once()
-        self._spawn(self._rebalance_loop(first_done=True))
+        self._spawn(self._rebalance_loop())
         self._spawn(self._commit_loop())
 
     async def close(self) -> None:
@@ -219,12 +219,11 @@ class PushConsumer:
         )
 
     # ---- rebalancing --------------------------------------------------------------------------------
-    async def _rebalance_loop(self, *, first_done: bool = False) -> None:
-        if first_done:
-            await asyncio.sleep(self.rebalance_interval_s)
+    async def _rebalance_loop(self) -> None:
+        """Rebalance every ``rebalance_interval_s`` after the first pass, which ``start()`` awaits."""
         while True:
-            await self._rebalance_once()
             await asyncio.sleep(self.rebalance_interval_s)
+            await self._rebalance_once()
 
     async def _rebalance_once(self) -> None:
         try:

@@ -271,21 +271,21 @@ class RemotingEndpoint(asyncio.Protocol):
         except errors.ProtocolError as exc:
             log.warning("cannot send code %d to %s: %s", command.code, self.peer, exc)
             return False
-        self._out.append(data)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+        self._queue(data)
         return True
 
     def write_frame(self, data: bytes) -> bool:
         """Queue an encoded response frame (``frame.encode_send_response``) like :meth:`write`."""
         if not self.is_open():
             return False
+        self._queue(data)
+        return True
+
+    def _queue(self, data: bytes) -> None:
         self._out.append(data)
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
-        return True
 
     def _flush(self) -> None:
         self._flush_scheduled = False
