@@ -34,3 +34,40 @@ async def test_a_check_answer_racing_the_producer_commit_is_a_duplicate(
     assert await visible(broker) == [b"once"]
     decisions = [h for h in broker.transactions.show(txid)["history"] if h["kind"] == "DECISION"]
     assert len(decisions) == 1
+
+
+async def test_a_decision_arriving_as_the_lock_passes_on_waits_its_turn(broker: Broker) -> None:
+    """Three decisions on one half never decide side by side.
+
+    A holds the half's decision lock and B waits for it. When A releases, the lock reads unlocked
+    before B has run; C, arriving in that moment, must queue behind B, not find the lock gone and
+    decide next to B.
+    """
+    mid, txid = await half(broker, b"turns")
+    service = broker.transactions
+    inner = service._decide
+    deciding = 0
+    most = 0
+
+    async def watched(*args: object) -> None:
+        nonlocal deciding, most
+        deciding += 1
+        most = max(most, deciding)
+        try:
+            await asyncio.sleep(0)  # every decision holds the lock across a turn (B's would not store)
+            await inner(*args)  # type: ignore[arg-type]
+        finally:
+            deciding -= 1
+
+    service._decide = watched  # type: ignore[method-assign]
+    first = asyncio.ensure_future(end(broker, mid, txid, True))
+    second = asyncio.ensure_future(end(broker, mid, txid, True, from_check=True))
+
+    async def third() -> None:
+        await first  # C arrives just after A released, before B's wake-up has run to its end
+        await end(broker, mid, txid, True, from_check=True)
+
+    await asyncio.gather(first, second, third())
+    assert most == 1
+    assert await visible(broker) == [b"turns"]
+    assert service._deciding == {}

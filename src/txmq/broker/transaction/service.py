@@ -76,6 +76,16 @@ class Watch:
     real_topic: str
 
 
+class _DecisionTurn:
+    """One half message's decision lock and how many decisions hold it or wait for it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
+
+
 class TransactionService:
     def __init__(self, broker: Broker, meta: MetaFiles) -> None:
         self._broker = broker
@@ -100,7 +110,7 @@ class TransactionService:
         self._round_cursor: RoundCursor = START
         self._last_save_ms = 0
         self._saved_payload: bytes | None = None  # the snapshot last written
-        self._deciding: dict[int, asyncio.Lock] = {}  # one decision at a time per half message
+        self._deciding: dict[int, _DecisionTurn] = {}  # one decision at a time per half message
         # halves just stored, by offset, as the log holds them (with their properties), until their
         # END_TRANSACTION takes them: the decision then reads nothing back (bounded, oldest out first)
         self._halves: OrderedDict[int, tuple[StoredRecord, dict[str, str]]] = OrderedDict()
@@ -185,16 +195,21 @@ class TransactionService:
             raise errors.InvalidTransactionId(
                 f"transaction {transaction_id} belongs to another topic than {topic}"
             )
-        lock = self._deciding.get(half_offset)
-        if lock is None:
-            lock = self._deciding[half_offset] = asyncio.Lock()
+        # the lock leaves the map only when its last user leaves: counting users, not asking
+        # lock.locked(), because a released lock reads unlocked before its woken waiter has run, and a
+        # third decision would then make a fresh lock and decide next to that waiter
+        turn = self._deciding.get(half_offset)
+        if turn is None:
+            turn = self._deciding[half_offset] = _DecisionTurn()
+        turn.users += 1
         try:
-            async with lock:
+            async with turn.lock:
                 await self._decide(
                     half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator
                 )
         finally:
-            if not lock.locked() and self._deciding.get(half_offset) is lock:
+            turn.users -= 1
+            if turn.users == 0:
                 del self._deciding[half_offset]
 
     async def _decide(
