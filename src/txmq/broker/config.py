@@ -19,6 +19,12 @@ class BrokerConfig:
     data_dir: str = "./txmq-data"
     host: str = "127.0.0.1"
     grpc_port: int = 8081
+    # TLS on the gRPC port: "permissive" takes TLS and plaintext clients on the one port (RocketMQ 5's
+    # Java client uses TLS by default; Python and Node use plaintext), "on" TLS only, "off" plaintext
+    # only. Without tls_cert_file/tls_key_file the broker makes a self-signed pair under data_dir/tls.
+    grpc_tls: str = "permissive"
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
     remoting_port: int = 10911
     # The remoting address routes name (RocketMQ's brokerIP1): set it when clients reach the broker
     # through a NAT, a load balancer or a fault proxy; None: the bound host:port.
@@ -57,6 +63,13 @@ class BrokerConfig:
             raise errors.InvalidArgument(f"segment size must be at least {limits.segment_bytes_min} bytes")
         if self.connections_max < 1 or self.grpc_concurrent_rpcs_max < 1:
             raise errors.InvalidArgument("connections_max and grpc_concurrent_rpcs_max must be at least 1")
+        from txmq.server.tls import TlsMode
+
+        TlsMode.parse(self.grpc_tls)
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise errors.InvalidArgument(
+                "give both --tls-cert and --tls-key, or neither (a self-signed pair)"
+            )
         for port in (self.grpc_port, self.remoting_port, self.namesrv_port):
             if not 0 <= port <= 65535:
                 raise errors.InvalidArgument(f"port {port} is out of range")

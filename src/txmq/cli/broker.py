@@ -43,6 +43,19 @@ def broker(
     default_queues: Annotated[int, typer.Option("--default-queues")] = 4,
     max_delivery_attempts: Annotated[int, typer.Option("--max-delivery-attempts")] = 17,
     no_auto_create_topics: Annotated[bool, typer.Option("--no-auto-create-topics")] = False,
+    grpc_tls: Annotated[
+        str | None,
+        typer.Option(
+            "--grpc-tls",
+            help="TLS on the gRPC port: permissive (TLS and plaintext clients on the one port; the "
+            "default), on (TLS only) or off (plaintext only)",
+        ),
+    ] = None,
+    tls_cert: Annotated[
+        str | None,
+        typer.Option("--tls-cert", help="PEM certificate (default: a self-signed one kept in DIR/tls)"),
+    ] = None,
+    tls_key: Annotated[str | None, typer.Option("--tls-key", help="PEM private key of --tls-cert")] = None,
     config: Annotated[str | None, typer.Option("--config", help="JSON file of settings")] = None,
     log_level: Annotated[str, typer.Option("--log-level")] = "WARNING",
 ) -> None:
@@ -78,6 +91,9 @@ def broker(
             default_queues=default_queues,
             max_delivery_attempts=max_delivery_attempts,
             auto_create_topics=not no_auto_create_topics,
+            grpc_tls=grpc_tls,
+            tls_cert_file=tls_cert,
+            tls_key_file=tls_key,
         ).validate()
         run(settings)
     except errors.TxmqError as exc:

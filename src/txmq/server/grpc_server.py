@@ -364,11 +364,22 @@ def _advertised(host: str) -> str:
 
 
 async def serve(
-    broker: Broker, host: str, port: int, *, advertised_host: str | None = None
+    broker: Broker,
+    host: str,
+    port: int,
+    *,
+    advertised_host: str | None = None,
+    advertised_port: int | None = None,
+    tls: grpc.ServerCredentials | None = None,
+    plaintext: bool = True,
 ) -> grpc.aio.Server:
     """Start MessagingService and the admin door on ``host:port`` (port 0: any free port).
 
-    The bound port is ``server.txmq_port``.
+    Plaintext (h2c) by default; with ``tls`` and ``plaintext=False`` the port speaks TLS only; with
+    ``tls`` and ``plaintext`` both, a second port (``host:0``) speaks TLS next to the plaintext one, for
+    a ``GrpcFront`` that takes both kinds of client on one public port (``advertised_port``, which
+    routes then name). The bound ports are ``server.txmq_port`` and ``server.txmq_tls_port`` (None
+    without TLS).
     """
     server = grpc.aio.server(
         maximum_concurrent_rpcs=broker.config.grpc_concurrent_rpcs_max,  # beyond: RESOURCE_EXHAUSTED
@@ -380,16 +391,23 @@ async def serve(
             ("grpc.so_reuseport", 0),
         ],
     )
+    tls_bound: int | None = None
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        if tls is not None and not plaintext:
+            bound = tls_bound = server.add_secure_port(f"{host}:{port}", tls)
+        else:
+            bound = server.add_insecure_port(f"{host}:{port}")
+            if tls is not None:
+                tls_bound = server.add_secure_port(f"{host}:0", tls)
     except RuntimeError as exc:  # grpc says only "Failed to bind"; the CLI reports OSErrors cleanly
         raise OSError(
             errno.EADDRINUSE,
             f"cannot bind the gRPC port {host}:{port}: address already in use (or not a local address)",
         ) from exc
-    servicer = MessagingServicer(broker, advertised_host or _advertised(host), bound)
+    servicer = MessagingServicer(broker, advertised_host or _advertised(host), advertised_port or bound)
     server.add_generic_rpc_handlers((messaging_handler(servicer),))  # undecodable requests: BAD_REQUEST
     server.add_generic_rpc_handlers((admin_handler(broker),))
     await server.start()
     server.txmq_port = bound
+    server.txmq_tls_port = tls_bound
     return server

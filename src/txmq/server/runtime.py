@@ -44,20 +44,54 @@ async def start_broker(config: BrokerConfig) -> RunningBroker:
     broker = await Broker.open(config)
     running = RunningBroker(broker)
     try:
-        from txmq.server.grpc_server import serve as serve_grpc
-
-        server = await serve_grpc(broker, config.host, config.grpc_port)
-
-        async def stop_grpc() -> None:
-            await server.stop(grace=1.0)
-
-        running.closers.append(stop_grpc)
+        await _start_grpc(running, config)
         await _start_remoting(running, config)
     except BaseException:
         await running.stop()
         raise
     broker.start_background()
     return running
+
+
+async def _start_grpc(running: RunningBroker, config: BrokerConfig) -> None:
+    """The gRPC door with its TLS mode: plaintext only, TLS only (grpc's own TLS on the port), or both
+    on one port (a ``GrpcFront`` on the public port relaying to a plaintext and a TLS loopback port)."""
+    import grpc
+
+    from txmq.server.grpc_front import BACKEND_HOST, GrpcFront
+    from txmq.server.grpc_server import serve as serve_grpc
+    from txmq.server.tls import TlsMode, load_key_pair
+
+    mode = TlsMode.parse(config.grpc_tls)
+    credentials = None
+    if mode is not TlsMode.OFF:
+        pair = load_key_pair(config.tls_cert_file, config.tls_key_file, config.data_path, config.host)
+        credentials = grpc.ssl_server_credentials([(pair.private_key_pem, pair.certificate_pem)])
+    front = None
+    if mode is TlsMode.PERMISSIVE:
+        front = await GrpcFront.bind(config.host, config.grpc_port)
+        running.closers.append(front.close)
+        server = await serve_grpc(
+            running.broker,
+            BACKEND_HOST,
+            0,
+            advertised_host=None if config.host in ("", "0.0.0.0", "::", "[::]") else config.host,
+            advertised_port=front.port,
+            tls=credentials,
+        )
+    else:
+        server = await serve_grpc(
+            running.broker, config.host, config.grpc_port, tls=credentials, plaintext=mode is TlsMode.OFF
+        )
+
+    async def stop_grpc() -> None:
+        if front is not None:
+            await front.close()  # no new connections first (closing twice is harmless)
+        await server.stop(grace=1.0)
+
+    running.closers.append(stop_grpc)
+    if front is not None:
+        await front.route(server.txmq_port, server.txmq_tls_port)
 
 
 async def _start_remoting(running: RunningBroker, config: BrokerConfig) -> None:

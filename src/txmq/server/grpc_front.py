@@ -1,0 +1,169 @@
+"""One public gRPC port for TLS and plaintext clients alike (the Apache proxy's "permissive" TLS mode).
+
+grpc serves one kind of connection per port. In permissive mode the broker's gRPC server listens on two
+loopback ports, a plaintext one and a TLS one, and this front accepts on the public port. It waits for
+the client's first bytes, picks the backend from them (``backend_for``: a TLS handshake record starts
+with 0x16, an HTTP/2 connection preface with ``PRI``), connects to it and then relays bytes both ways
+unchanged, with back-pressure: a side whose write buffer fills pauses reading on the other. TLS itself
+is grpc's (in C); the front never decrypts anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import socket
+from typing import Final, cast
+
+log = logging.getLogger(__name__)
+
+TLS_HANDSHAKE_RECORD: Final = 0x16  # the first byte of every TLS ClientHello record
+BACKEND_HOST: Final = "127.0.0.1"
+_WRITE_HIGH: Final = 1024 * 1024  # a side's write buffer beyond which the other side stops being read
+_WRITE_LOW: Final = 256 * 1024
+
+
+class Backend(enum.Enum):
+    PLAINTEXT = "plaintext"
+    TLS = "tls"
+
+
+def backend_for(first: bytes) -> Backend:
+    """Which backend a connection whose first bytes are ``first`` (at least one) belongs to."""
+    return Backend.TLS if first[0] == TLS_HANDSHAKE_RECORD else Backend.PLAINTEXT
+
+
+class _Relay(asyncio.Protocol):
+    """One side of a relayed connection; ``peer`` is the other side once both are connected."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.peer: _Relay | None = None
+        self.eof = False
+        # what arrived before the other side was joined (a grpc server sends its SETTINGS frame as
+        # soon as it accepts, possibly before ``create_connection`` has returned to the front)
+        self._early: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's are not asyncio.Transport subclasses
+        self.transport.set_write_buffer_limits(high=_WRITE_HIGH, low=_WRITE_LOW)
+
+    def data_received(self, data: bytes) -> None:
+        peer = self.peer
+        if peer is None:
+            self._early.append(data)
+        elif peer.transport is not None:
+            peer.transport.write(data)
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        peer = self.peer
+        if peer is not None and peer.transport is not None and peer.transport.can_write_eof():
+            peer.transport.write_eof()
+        return True  # keep the other direction open (a half-closed connection may still answer)
+
+    def join(self, peer: _Relay) -> None:
+        """Relay to ``peer`` from now on, starting with what arrived before (and an end seen then)."""
+        self.peer = peer
+        early, self._early = self._early, []
+        if peer.transport is None:
+            return
+        if early:
+            peer.transport.write(b"".join(early))
+        if self.eof and peer.transport.can_write_eof():
+            peer.transport.write_eof()
+        if self.transport is None:  # this side is already gone: so is the relayed connection
+            peer.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        peer = self.peer
+        self.transport = None
+        if peer is not None and peer.transport is not None:
+            peer.transport.close()  # after what is buffered has been written
+
+    def pause_writing(self) -> None:
+        peer = self.peer
+        if peer is not None and peer.transport is not None:
+            peer.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        peer = self.peer
+        if peer is not None and peer.transport is not None:
+            peer.transport.resume_reading()
+
+
+class _Accepted(_Relay):
+    """The client's side: holds its first bytes until the backend they chose is connected."""
+
+    def __init__(self, front: GrpcFront) -> None:
+        super().__init__()
+        self._front = front
+        self._task: asyncio.Task[None] | None = None
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._task is None and data:
+            self._task = asyncio.get_running_loop().create_task(self._connect(backend_for(data)))
+            self._front.connecting.add(self._task)
+            self._task.add_done_callback(self._front.connecting.discard)
+
+    async def _connect(self, backend: Backend) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            _, upstream = await loop.create_connection(_Relay, BACKEND_HOST, self._front.port_of(backend))
+        except OSError as exc:
+            log.warning("gRPC front: cannot reach the %s backend: %s", backend.value, exc)
+            if self.transport is not None:
+                self.transport.close()
+            return
+        if self.transport is None:  # the client left while we connected
+            if upstream.transport is not None:
+                upstream.transport.close()
+            return
+        upstream.join(self)
+        self.join(upstream)
+
+
+class GrpcFront:
+    """The public listener of a permissive gRPC port. ``bind`` first (so a taken port fails before the
+    backends start), then ``route`` to the backends' ports, then ``close`` at shutdown."""
+
+    def __init__(self, server: asyncio.Server) -> None:
+        self._server = server
+        self._ports: dict[Backend, int] = {}
+        self.connecting: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    async def bind(cls, host: str, port: int) -> GrpcFront:
+        loop = asyncio.get_running_loop()
+        front: GrpcFront | None = None
+
+        def accepted() -> _Accepted:
+            assert front is not None
+            return _Accepted(front)
+
+        server = await loop.create_server(accepted, host, port, reuse_address=True, start_serving=False)
+        front = cls(server)
+        return front
+
+    @property
+    def port(self) -> int:
+        sock: socket.socket = self._server.sockets[0]
+        return int(sock.getsockname()[1])
+
+    def port_of(self, backend: Backend) -> int:
+        return self._ports[backend]
+
+    async def route(self, plaintext_port: int, tls_port: int) -> None:
+        """Start accepting, relaying to these loopback ports."""
+        self._ports = {Backend.PLAINTEXT: plaintext_port, Backend.TLS: tls_port}
+        await self._server.start_serving()
+
+    async def close(self) -> None:
+        self._server.close()
+        for task in list(self.connecting):
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await self._server.wait_closed()
