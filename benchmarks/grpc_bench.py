@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -155,7 +155,7 @@ def bare_server(loop: str, fsync: bool = False) -> Iterator[tuple[int, int]]:
 
 
 @contextmanager
-def txmq_broker(flush: str, src: str = "") -> Iterator[tuple[int, int]]:
+def txmq_broker(flush: str, src: str = "", extra: Sequence[str] = ()) -> Iterator[tuple[int, int]]:
     """``txmq broker`` from this checkout, or from another checkout's ``src`` (``--baseline-src``)."""
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
@@ -164,6 +164,7 @@ def txmq_broker(flush: str, src: str = "") -> Iterator[tuple[int, int]]:
         command = [
             sys.executable, "-m", "txmq", "broker", "--data-dir", f"{tmp}/data", "--port", str(port),
             "--remoting-port", str(free_port()), "--namesrv-port", str(free_port()), "--flush", flush,
+            *extra,
         ]  # fmt: skip
         process = _spawn(command, home, src)
         try:
@@ -412,7 +413,8 @@ async def run(args: argparse.Namespace) -> None:
         targets = [Target("bare", *stack.enter_context(bare_server(args.loop)))]
         if args.bare_fsync:
             targets.append(Target("bare-fsync", *stack.enter_context(bare_server(args.loop, fsync=True))))
-        targets.append(Target("txmq", *stack.enter_context(txmq_broker(args.flush))))
+        extra = args.txmq_args.split()
+        targets.append(Target("txmq", *stack.enter_context(txmq_broker(args.flush, extra=extra))))
         if args.baseline_src:
             base = stack.enter_context(txmq_broker(args.flush, args.baseline_src))
             targets.append(Target("txmq-base", *base))
@@ -488,6 +490,9 @@ def main() -> None:
     parser.add_argument("--py-spy-native", action="store_true", help="with --py-spy: native frames too")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop", help="bare server's loop")
     parser.add_argument("--flush", choices=("sync", "async"), default="sync", help="txmq's flush mode")
+    parser.add_argument(
+        "--txmq-args", default="", help="extra `txmq broker` flags, this checkout ('--grpc-tls off')"
+    )
     parser.add_argument(
         "--baseline-src", default="", help="also run txmq-base: `txmq broker` from this src directory"
     )
