@@ -7,8 +7,9 @@ the thread it ran on), the executor's callback back on the loop, the group's com
 return and the reply's serialization. The client (same machine, same monotonic clock) adds send and
 reply-received times. Printed: per-stage medians/means, inline vs thread fsync calls, the slowest calls.
 
-Usage: ``python benchmarks/grpc_stages.py [--calls 2000] [--inline-us-max US]`` (``--inline-us-max``
-overrides ``limits.flush_inline_sync_us_max`` in the broker, for an A/B of the inline-fsync limit).
+Usage: ``python benchmarks/grpc_stages.py [--calls 2000] [--inline-us-max US] [--bare]``
+(``--inline-us-max`` overrides ``limits.flush_inline_sync_us_max`` in the broker, for an A/B of the
+inline-fsync limit; ``--bare`` answers SendMessage at once behind the same handlers and hooks, no broker).
 """
 
 from __future__ import annotations
@@ -116,7 +117,44 @@ def _instrument(cur: dict[str, Any], recs: list[dict[str, Any]]) -> None:
     commit.waiter, commit._flush_step, commit._timed_sync, commit._synced, commit.complete = w, s, t, y, c
 
 
-def serve(port: int, out: str, inline_us_max: float | None) -> None:
+class BareSender:
+    """``--bare``: SendMessage answered at once, behind the same grpc_decode handlers and stage hooks
+    (every other RPC answers nothing): the gRPC part of a round trip without the broker."""
+
+    def __init__(self, cur: dict[str, Any]) -> None:
+        self.cur = cur
+
+    async def SendMessage(self, request: Any, context: Any) -> Any:
+        from txmq.protocol.grpc import convert, pb
+
+        self.cur["h0"] = pc()
+        entries = [
+            pb.service.SendResultEntry(status=convert.OK_STATUS, message_id=m.system_properties.message_id)
+            for m in request.messages
+        ]
+        self.cur["h1"] = pc()
+        return pb.service.SendMessageResponse(status=convert.OK_STATUS, entries=entries)
+
+    def __getattr__(self, name: str) -> Any:
+        async def nothing(request: Any, context: Any) -> None:
+            return None
+
+        return nothing
+
+
+async def _serve_bare(port: int, cur: dict[str, Any]) -> Any:
+    import grpc
+
+    from txmq.server.grpc_decode import messaging_handler
+
+    server = grpc.aio.server()
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    server.add_generic_rpc_handlers((messaging_handler(BareSender(cur)),))
+    await server.start()
+    return server
+
+
+def serve(port: int, out: str, inline_us_max: float | None, bare: bool) -> None:
     from tests.conftest import free_port
 
     from txmq.broker.config import BrokerConfig
@@ -135,14 +173,18 @@ def serve(port: int, out: str, inline_us_max: float | None) -> None:
         config = BrokerConfig(
             data_dir=f"{data}/data", grpc_port=port, remoting_port=free_port(), namesrv_port=free_port()
         ).validate()
-        running = await start_broker(config)
+        bare_server = await _serve_bare(port, cur) if bare else None
+        running = None if bare else await start_broker(config)
         tune_gc()
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         print("ready", flush=True)
         await stop.wait()
         await asyncio.to_thread(Path(out).write_text, json.dumps(recs))
-        await running.stop()
+        if running is not None:
+            await running.stop()
+        if bare_server is not None:
+            await bare_server.stop(None)
 
     asyncio.run(main())
 
@@ -180,11 +222,11 @@ def report(recs: list[dict[str, Any]]) -> None:
         part = [r for r in recs if bool(r.get("thread")) == thread]
         if part:
             rtt = [(r["c1"] - r["c0"]) * 1e6 for r in part]
-            rest = [(r["c1"] - r["c0"] - r["sync1"] + r["sync0"]) * 1e6 for r in part]
+            rest = [(r["c1"] - r["c0"] - r.get("sync1", 0) + r.get("sync0", 0)) * 1e6 for r in part]
             print(_line(f"{label}: rtt", rtt))
             print(_line(f"{label}: rtt - fsync", rest))
     rtt = [(r["c1"] - r["c0"]) * 1e6 for r in recs]
-    sync = [(r["sync1"] - r["sync0"]) * 1e6 for r in recs]
+    sync = [(r.get("sync1", 0) - r.get("sync0", 0)) * 1e6 for r in recs]
     print(_line("ALL rtt", rtt))
     print(_line("ALL fsync", sync))
     print("slowest calls (us per stage):")
@@ -200,10 +242,11 @@ def main() -> None:
     )
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--inline-us-max", type=float, default=None)
+    parser.add_argument("--bare", action="store_true", help="a bare gRPC SendMessage instead of the broker")
     parser.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(int(args.serve[0]), args.serve[1], args.inline_us_max)
+        serve(int(args.serve[0]), args.serve[1], args.inline_us_max, args.bare)
         return
     from tests.conftest import free_port
 
@@ -216,6 +259,8 @@ def main() -> None:
         command = [sys.executable, __file__, "--serve", str(port), out]
         if args.inline_us_max is not None:
             command += ["--inline-us-max", str(args.inline_us_max)]
+        if args.bare:
+            command.append("--bare")
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), TXMQ_PURE="1")
         process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
         assert process.stdout is not None
@@ -240,7 +285,8 @@ def main() -> None:
         recs = json.loads(Path(out).read_text())[-args.calls :]
     for (sent, received), r in zip(client, recs, strict=True):
         r["c0"], r["c1"] = sent, received
-    print(f"inline limit: {args.inline_us_max or 'default'}; load average {os.getloadavg()[0]:.1f}")
+    what = "bare" if args.bare else f"txmq, inline limit {args.inline_us_max or 'default'}"
+    print(f"{what}; load average {os.getloadavg()[0]:.1f}")
     report(recs)
 
 
