@@ -60,8 +60,12 @@ index_entries_per_file: Final = 65_536  # key index file; only the newest (unsea
 consume_queue_unit_bytes: Final = 20
 consume_queue_units_per_file_default: Final = 300_000
 # SYNC group commit: fsync on the event loop's thread while the average fsync is at most this (a thread
-# hop costs two GIL hand-offs, up to a 5 ms switch interval each while the loop is busy), else in a thread.
-flush_inline_sync_us_max: Final = 1_000.0
+# hop costs two GIL hand-offs, up to a 5 ms switch interval each while the loop is busy, and two thread
+# wake-ups: ~0.1 ms on a quiet host, 0.5-1+ ms per call with 2 cores at load 5-20), else in a thread. For
+# a lone append on a mostly idle loop (one producer in flight) nobody waits on the blocked loop, so only a
+# very slow disk goes to a thread: the old limit of 1 ms sent every single send on a disk whose fdatasync
+# had slowed to 1-4 ms through both hops (grpc single SYNC send: +0.5-1.1 ms per call, see grpcpath.md).
+flush_inline_sync_us_max: Final = 20_000.0
 flush_inline_shared_sync_us_max: Final = 300.0  # ... for a group of several appends (several producers)
 # ... and only while the loop's thread used at most this share of the wall time since the last group
 # completed (gRPC with many calls in flight keeps it busy, ~1.0: an inline fsync there halved the rate; one

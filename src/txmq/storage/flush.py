@@ -5,9 +5,10 @@ The first append of a group schedules one flush step (``call_soon``: appends of 
 join the group; after a group of several appenders it waits ``limits.flush_defer_turns`` more turns,
 so the other producers' next appends join too). The step writes the CommitLog's buffered group (one
 ``write``), takes the dirty segments and fsyncs them, then dispatches and resolves every covered
-waiter. While the disk is fast (a moving average of fsync time at most
-``limits.flush_inline_sync_us_max``, or ``flush_inline_shared_sync_us_max`` for a group of several
-appends, whose producers' next requests a blocked loop would not read meanwhile) the fsync runs on
+waiter. While the disk is not very slow (a moving average of fsync time at most
+``limits.flush_inline_sync_us_max`` for a lone append, or the much lower
+``flush_inline_shared_sync_us_max`` for a group of several appends, whose producers' next requests a
+blocked loop would not read meanwhile) the fsync runs on
 the loop's thread: a worker thread would need the GIL back twice per fsync (to start, and to
 report), which a busy loop hands over only at the 5 ms switch interval. On a slower disk the fsync
 runs in the default executor so the loop keeps accepting appends meanwhile (they form the next
