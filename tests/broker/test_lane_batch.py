@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from txmq.broker.broker import Broker
-from txmq.broker.send import SendContext
+from txmq.broker.send import _HEX16, SendContext, _hex16s
 from txmq.common import msgid
 from txmq.common.clock import FakeClock
 from txmq.common.message import LeanMessage
@@ -59,3 +59,8 @@ def test_new_message_ids_are_what_new_message_id_makes() -> None:
     assert len({i[:-8] for i in ids}) == 1, "version, host, pid and seconds are shared"
     sequences = [int(i[-8:], 16) for i in ids]
     assert [(s - sequences[0]) % (1 << 32) for s in sequences] == list(range(6))
+
+
+def test_offset_id_tails_of_a_batch_match_one_format_each() -> None:
+    offsets = [0, 1, 255, 1 << 32, (1 << 63) - 1, 123_456_789_012]
+    assert _hex16s(offsets) == [_HEX16(o) for o in offsets]

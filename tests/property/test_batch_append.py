@@ -155,3 +155,76 @@ def test_a_batch_that_cannot_be_encoded_takes_no_queue_offset() -> None:
     assert appended[0].physical_offset == 0
     store.flush()
     assert [r.body for r in store.read_queue("T", 0, 0, 8).records] == [b"ok", b"ok"]
+
+
+fields_strategy = st.builds(
+    codec.RecordFields,
+    topic=st.sampled_from([b"T", b"Topic", b"TopicLonger"]),
+    queue_id=st.integers(0, 7),
+    body=st.binary(max_size=64),
+    properties=st.binary(max_size=24),
+    tags_code=st.integers(-(1 << 63), (1 << 63) - 1),
+    flag=st.integers(-(1 << 31), (1 << 31) - 1),
+    sys_flag=st.integers(-(1 << 31), (1 << 31) - 1),
+    born_timestamp_ms=st.integers(-(1 << 63), (1 << 63) - 1),
+    born_host=st.sampled_from([b"", b"h:1", b"host:4", b"10.0.0.2:5555"]),
+    reconsume_times=st.integers(-(1 << 31), (1 << 31) - 1),
+    prepared_transaction_offset=st.integers(-(1 << 63), (1 << 63) - 1),
+    index_keys=st.just(()),
+)
+
+
+def _encode_each(records: list[codec.RecordFields], offsets: list[int], first_queue_offset: int) -> bytes:
+    return b"".join(
+        codec.encode(
+            r,
+            store_host=STORE_HOST.encode(),
+            queue_offset=first_queue_offset + i,
+            physical_offset=offset,
+            store_timestamp_ms=NOW_MS,
+        )
+        for i, (r, offset) in enumerate(zip(records, offsets, strict=True))
+    )
+
+
+def _encode_batch(
+    records: list[codec.RecordFields], pos: int, physical: int, first_queue_offset: int
+) -> tuple[bytes, list[int]]:
+    cols = codec.columns(records)
+    sizes = codec.batch_sizes(cols, STORE_HOST.encode())
+    buf = bytearray(b"\xee" * (pos + sum(sizes) + 5))
+    offsets = codec.encode_batch_into(
+        buf, pos, physical, cols, sizes, store_host=STORE_HOST.encode(),
+        queue_offsets=range(first_queue_offset, first_queue_offset + len(records)), store_timestamp_ms=NOW_MS,
+    )  # fmt: skip
+    assert buf[:pos] == b"\xee" * pos and buf[pos + sum(sizes) :] == b"\xee" * 5  # nothing written outside
+    assert offsets == [physical + sum(sizes[:i]) for i in range(len(records))]
+    return bytes(buf[pos : pos + sum(sizes)]), offsets
+
+
+@settings(max_examples=300, deadline=None)
+@given(records=st.lists(fields_strategy, min_size=1, max_size=10), pos=st.integers(0, 9),
+       physical=st.integers(0, 1 << 40), first=st.integers(0, 1 << 40))  # fmt: skip
+def test_encode_batch_into_writes_what_encode_writes_record_by_record(
+    records: list[codec.RecordFields], pos: int, physical: int, first: int
+) -> None:
+    data, offsets = _encode_batch(records, pos, physical, first)
+    assert data == _encode_each(records, offsets, first)
+
+
+def test_encode_batch_into_lays_out_records_whose_names_and_properties_trade_lengths() -> None:
+    """Records of one size whose names part and properties split it differently (topic 3 bytes longer,
+    properties 3 shorter) each get their own layout: a layout picked by size alone would misplace
+    the properties' length and the names' end."""
+    a = codec.RecordFields(b"T", 0, b"body", b"K\x01vvvv\x02", 1, 0, 0, NOW_MS, b"h:1", 0, 0, ())
+    b = a._replace(topic=b"Tpic", properties=b"K\x01v\x02")
+    c = a._replace(born_host=b"h:1234", properties=b"K\x01v\x02")
+    records = [a, b, c, a, c, b]
+    sizes = codec.batch_sizes(codec.columns(records), STORE_HOST.encode())
+    assert len(set(sizes)) == 1  # the same size every time: only the split differs
+    data, offsets = _encode_batch(records, 3, 1000, 7)
+    assert data == _encode_each(records, offsets, 7)
+    decoded = [codec.decode(data, offset - 1000, offset=offset) for offset in offsets]
+    assert [(r.topic.encode(), r.born_host.encode(), r.properties, r.body) for r in decoded] == [
+        (r.topic, r.born_host, r.properties, r.body) for r in records
+    ]

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from txmq.storage.fs import FaultyFileSystem, OsFileSystem
-from txmq.storage.index import KeyIndex
+from txmq.storage.index import KeyIndex, key_hash, key_hashes
 from txmq.storage.index_sealed import ENTRY, SORTED_SUFFIX, open_sealed
 
 
@@ -94,3 +94,10 @@ def test_a_sealed_file_tells_apart_hashes_that_share_their_32_bit_prefix() -> No
     assert sealed.matches(shared + (1 << 32)) == [(50, 5)]
     assert sealed.last_offset == 50
     sealed.close()
+
+
+def test_key_hashes_are_key_hash_of_every_key() -> None:
+    """A batch's keys hashed at once: the same numbers, in order, as one key at a time."""
+    keys = ["", "k", "ключ", "é" * 40, *(f"{i:032X}" for i in range(70)), "k"]
+    assert key_hashes(keys) == [key_hash(k) for k in keys]
+    assert key_hashes([]) == []

@@ -78,3 +78,23 @@ def test_records_must_name_the_topic_they_are_put_under() -> None:
     fields = codec.RecordFields(b"T", 0, b"b", b"", 0, 0, 0, 0, b"", 0, 0)
     with pytest.raises(InvalidArgument, match="not 'U'"):
         _open().put_records_nowait("U", [fields])
+
+
+def test_put_columns_stores_what_put_records_stores_and_checks_record_by_record() -> None:
+    """The send lane's batch hands the store columns: the same records, results and errors as rows."""
+    rows = [_fields(PutRequest("T", i % 2, b"body%d" % i, b"KEYS\x01k%d\x02" % i)) for i in range(5)]
+    by_rows, by_columns = _open(), _open()
+    expected = by_rows.put_records_nowait("T", rows)[0]
+    appended, _ = by_columns.put_columns("T", codec.columns(rows))
+    assert appended.results() == expected
+    by_rows.flush()
+    by_columns.flush()
+    assert [by_columns.read(r.physical_offset) for r in expected] == [
+        by_rows.read(r.physical_offset) for r in expected
+    ]
+    bad = [*rows[:2], rows[2]._replace(queue_id=-1), *rows[3:]]
+    with pytest.raises(InvalidArgument, match="queue id -1"):
+        by_columns.put_columns("T", codec.columns(bad))
+    with pytest.raises(InvalidArgument, match="at least one"):
+        by_columns.put_columns("T", ())
+    assert by_columns.max_offset("T", 0) == 3  # the rejected batch took nothing

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import struct
 import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain
 from typing import NamedTuple
 
 from txmq.broker import delay_levels as levels_mod
@@ -62,6 +63,15 @@ class SendContext:
 
 _LANE_TOPICS_MAX = 100_000
 _HEX16 = "{:016X}".format
+
+
+def _hex16s(offsets: Sequence[int]) -> list[str]:
+    """``_HEX16`` of every (non-negative) log offset: one pack and one ``hex()``, then slices."""
+    count = len(offsets)
+    text = struct.pack(f">{count}Q", *offsets).hex().upper()
+    return [text[i : i + 16] for i in range(0, 16 * count, 16)]
+
+
 _new_tuple = tuple.__new__
 # the properties the lane sets after the user's (a user property of one of these names is unusual: a
 # batch holding one goes message by message, where the dict keeps the first position)
@@ -442,15 +452,17 @@ class SendService:
         ]
         topic_bytes = topic_name.encode()
         born_host = ctx.born_host.encode()
-        records = list(
-            map(_new_tuple, repeat(RecordFields), zip(
-                repeat(topic_bytes), queue_ids, bodies, encoded, map(codes.__getitem__, tags_col), repeat(0),
-                repeat(0), repeat(now), repeat(born_host), repeat(0), repeat(0), index_keys,
-            ))
+        zeros = (0,) * count
+        # the records as the store's columns (codec.Columns: RecordFields field by field), built
+        # column-wise: no RecordFields per message for the store to transpose back
+        columns = (
+            (topic_bytes,) * count, tuple(queue_ids), bodies, tuple(encoded),
+            tuple(map(codes.__getitem__, tags_col)), zeros, zeros, (now,) * count, (born_host,) * count,
+            zeros, zeros, tuple(index_keys),
         )  # fmt: skip
-        appended, durable = self._store.put_records_columns(topic_name, records)
+        appended, durable = self._store.put_columns(topic_name, columns)
         prefix = self._offset_id_prefix()
-        offset_ids = list(map(prefix.__add__, map(_HEX16, appended.physical_offsets)))
+        offset_ids = list(map(prefix.__add__, _hex16s(appended.physical_offsets)))
         return LaneSent(topic.name, queue_ids, message_ids, appended.queue_offsets, offset_ids), durable
 
     def _lane_results(self, sent: LaneSent) -> list[SendResult]:

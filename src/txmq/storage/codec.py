@@ -30,7 +30,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, chain, repeat
+from itertools import repeat
 from typing import Any, Final
 
 import crc32c
@@ -142,8 +142,21 @@ def _uniform(column: tuple[Any, ...]) -> bool:
     return column.count(first) == len(column)
 
 
-_RECORD_FORMAT = "IIIiiqqiqqqiq{}sH{}sI{}s"  # one record: the header and the five length-prefixed parts
-_format_record = _RECORD_FORMAT.format
+_HEADS_MAX = 1024
+_heads: dict[tuple[int, int], struct.Struct] = {}
+
+
+def _head(names_size: int, properties_size: int) -> struct.Struct:
+    """The struct of a record up to its body: the header, the names part, the properties and the
+    body's length; cached per (names size, properties size), which few values fill (one topic and
+    host, the send lane's uniform properties), so no batch compiles a format of its own."""
+    key = (names_size, properties_size)
+    head = _heads.get(key)
+    if head is None:
+        head = struct.Struct(f">IIIiiqqiqqqiq{names_size}sH{properties_size}sI")
+        if len(_heads) < _HEADS_MAX:
+            _heads[key] = head
+    return head
 
 
 def encode_batch_into(
@@ -160,35 +173,43 @@ def encode_batch_into(
     """Encode every record of ``cols`` (sizes ``sizes``, from :func:`batch_sizes`) back to back at
     ``buf[pos:]``, the first at log offset ``physical_offset``; returns each record's log offset.
 
-    The same bytes as :func:`encode_into` record by record, laid out by one struct pack for the whole
-    batch (the per-record fields gathered column-wise by ``zip``), then one CRC32C call per record."""
+    The same bytes as :func:`encode_into` record by record: per record one pack of everything up to
+    the body (a struct cached per names and properties size: no per-batch format to build and
+    compile), one copy of the body and one CRC32C call."""
     (topics, queue_ids, bodies, properties, tags_codes, flags, sys_flags, born_ms, born_hosts,
      reconsume_times, prepared_offsets, _) = cols  # fmt: skip
     count = len(sizes)
-    ends = list(accumulate(sizes, initial=physical_offset))
-    offsets = ends[:count]
-    properties_sizes, body_sizes = list(map(len, properties)), list(map(len, bodies))
+    offsets: list[int] = []
     if _uniform(topics) and _uniform(born_hosts):
-        names = _names_part(topics[0], born_hosts[0], store_host)
-        names_col: Iterable[bytes] = repeat(names, count)
-        names_sizes: Iterable[int] = repeat(len(names), count)
+        names_col: Sequence[bytes] = [_names_part(topics[0], born_hosts[0], store_host)] * count
     else:
-        names_list = list(map(_names_part, topics, born_hosts, repeat(store_host)))
-        names_col, names_sizes = names_list, map(len, names_list)
-    layout = ">" + "".join(map(_format_record, names_sizes, properties_sizes, body_sizes))
-    struct.pack_into(
-        layout, buf, pos,
-        *chain.from_iterable(zip(
-            repeat(MAGIC), sizes, repeat(0), queue_ids, flags, queue_offsets, offsets, sys_flags, born_ms,
-            repeat(store_timestamp_ms), tags_codes, reconsume_times, prepared_offsets, names_col,
-            properties_sizes, properties, body_sizes, bodies,
-        )),
-    )  # fmt: skip
-    shift = pos - physical_offset  # a record's position in ``buf`` is its log offset + shift
+        names_col = list(map(_names_part, topics, born_hosts, repeat(store_host)))
     pack_crc = _U32.pack_into
+    shift = pos - physical_offset  # a record's position in ``buf`` is its log offset + shift
+    offset = physical_offset
+    names_size: int = len(names_col[0])
+    properties_size: int = len(properties[0])
+    head = _head(names_size, properties_size)
+    size: int
+    at: int
+    end: int
     with memoryview(buf) as view:
-        for start, end in zip(offsets, ends[1:], strict=True):
-            pack_crc(buf, start + shift + 8, _crc32c(view[start + shift + 12 : end + shift]))
+        for (size, queue_id, flag, queue_offset, sys_flag, born, tags_code, reconsume, prepared, names,
+             props, body) in zip(sizes, queue_ids, flags, queue_offsets, sys_flags, born_ms, tags_codes,
+                                 reconsume_times, prepared_offsets, names_col, properties, bodies,
+                                 strict=True):  # fmt: skip
+            if len(props) != properties_size or len(names) != names_size:
+                names_size, properties_size = len(names), len(props)
+                head = _head(names_size, properties_size)
+            at = offset + shift
+            end = at + size
+            head.pack_into(buf, at, MAGIC, size, 0, queue_id, flag, queue_offset, offset, sys_flag, born,
+                           store_timestamp_ms, tags_code, reconsume, prepared, names, len(props), props,
+                           len(body))  # fmt: skip
+            buf[end - len(body) : end] = body
+            pack_crc(buf, at + 8, _crc32c(view[at + 12 : end]))
+            offsets.append(offset)
+            offset += size
     return offsets
 
 

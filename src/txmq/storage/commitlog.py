@@ -141,14 +141,17 @@ class CommitLog:
         record); returns where they landed as columns (:class:`BatchAppend`). Raises StoreFenced /
         DiskFull / MessageTooLarge.
 
-        The batch is laid out in one pass (:func:`codec.encode_batch_into`: one struct pack for every
-        record, one CRC32C call per record) into the group buffer, and queued for dispatch as one
+        The batch is laid out in one pass (:func:`codec.encode_batch_into`: per record one struct pack
+        up to the body, one body copy, one CRC32C call) into the group buffer, and queued for dispatch as one
         :class:`BatchEntry`; the bytes are those :func:`codec.encode_into` writes record by record.
         ``columns``: ``codec.columns(records)``, when the caller has them already."""
+        return self.append_columns(topics, columns or codec.columns(records))
+
+    def append_columns(self, topics: str | Sequence[str], columns: codec.Columns) -> BatchAppend:
+        """:meth:`append_records` of records given as columns (``codec.columns(records)``)."""
         self.check_writable()
-        count = len(records)
+        count = len(columns[0]) if columns else 0
         invariant(count > 0, "append needs at least one record")
-        columns = columns or codec.columns(records)  # the caller may have them already
         sizes = codec.batch_sizes(columns, self.store_host)
         total = sum(sizes)
         limit = self.segment_bytes - codec.BLANK_BYTES

@@ -310,16 +310,23 @@ class MessageStore:
             )
             appended: BatchAppend = _new_tuple(BatchAppend, columns_one)
             return appended, self._durable(result.physical_offset + result.size)
-        columns = codec.columns(records)
-        _check_records(topic, records, columns)  # a bad record's error comes first, as record by record
-        if len(records) > limits.batch_count_max:
-            raise PayloadTooLarge("batch message count", len(records), limits.batch_count_max)
+        return self.put_columns(topic, codec.columns(records))
+
+    def put_columns(self, topic: str, columns: codec.Columns) -> tuple[BatchAppend, Awaitable[None]]:
+        """:meth:`put_records_columns` for a batch of several records given as columns (the send
+        lane's batch builds them so: no :class:`RecordFields` per message, no transpose back)."""
+        if not columns or not columns[0]:
+            raise InvalidArgument("a batch needs at least one message")
+        _check_records(topic, columns)  # a bad record's error comes first, as record by record
+        count = len(columns[0])
+        if count > limits.batch_count_max:
+            raise PayloadTooLarge("batch message count", count, limits.batch_count_max)
         body_bytes = sum(map(len, columns[2]))
         if body_bytes > limits.batch_bytes_max:
             raise PayloadTooLarge("batch", body_bytes, limits.batch_bytes_max)
         if self._closed:
             raise StorageError("the store is closed")
-        appended = self._log.append_records(topic, records, columns)
+        appended = self._log.append_columns(topic, columns)
         return appended, self._durable(appended.physical_offsets[-1] + appended.sizes[-1])
 
     def _durable(self, end_offset: int) -> Awaitable[None]:
@@ -577,7 +584,7 @@ def _check_fields(topic: str, f: codec.RecordFields) -> None:
         raise InvalidArgument(f"an integer field of the request does not fit its on-disk width: {f!r:.300}")
 
 
-def _check_records(topic: str, records: Sequence[codec.RecordFields], columns: codec.Columns) -> None:
+def _check_records(topic: str, columns: codec.Columns) -> None:
     """:func:`_check_fields` for every record of a batch, column by column (each check one C-level
     pass); if any fails, record by record for the same first error."""
     _check_topic(topic)
@@ -594,8 +601,8 @@ def _check_records(topic: str, records: Sequence[codec.RecordFields], columns: c
         and _within(_I32, flags, sys_flags, reconsume)
         and _within(_I64, tags_codes, born_ms, prepared)
     ):
-        for fields in records:
-            _check_fields(topic, fields)
+        for row in zip(*columns, strict=True):
+            _check_fields(topic, _new_tuple(codec.RecordFields, row))
 
 
 def _within(bound: int, *cols: tuple[int, ...]) -> bool:
