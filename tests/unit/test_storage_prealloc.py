@@ -313,3 +313,28 @@ async def test_groups_too_large_to_gain_from_it_are_not_prepared_for() -> None:
     assert [r.body for r in reopened.read_queue("T", 0, 1190, 10).records] == [
         _req(i, 1000).body for i in range(1190, 1200)
     ]
+
+
+def test_zeros_to_the_end_of_what_the_checkpoint_says_was_fsynced_are_reported_not_taken_as_the_end() -> None:
+    """Zeros from a record start to the end of the file normally end a preallocated tail's data; but
+    before the checkpoint's flushed offset the bytes were fsynced, so zeros there mean acknowledged
+    records are missing: recovery reports the cut (as for any damaged tail) and verify names it,
+    instead of both taking the zeros silently for the end of the data."""
+    fs = FaultyFileSystem()
+    store = MessageStore.open(_config(), fs=fs, clock=FakeClock())
+    spans = []
+    for i in range(8):
+        result, _ = store.put_nowait(_req(i, 600))
+        spans.append((result.physical_offset, result.physical_offset + result.size))
+    store.flush()
+    save_checkpoint(fs, DATA, Checkpoint(spans[2][1], spans[7][1], 0))
+    (path,) = _segments(fs)
+    file = fs.files[path]
+    file.data[spans[5][0] :] = bytes(len(file.data) - spans[5][0])
+    file.durable = bytes(file.data)
+    [problem] = verify_store(fs, DATA).problems
+    assert problem.offset == spans[5][0] and "flushed offset" in problem.reason
+    reopened = MessageStore.open(_config(), fs=fs, clock=FakeClock())
+    report = reopened.recovery_report
+    assert report.truncated_at == spans[5][0] and "flushed offset" in report.reason
+    assert _bodies(reopened) == [_req(i, 600).body for i in range(5)]

@@ -44,6 +44,7 @@ from txmq.storage.segment import (
     holds_record,
     scan_segment,
     unwritten_sector_between,
+    zeros_before_floor_reason,
     zeros_from,
 )
 
@@ -215,13 +216,16 @@ def _bad_record(segment: Segment, stop: ScanStop, is_tail: bool, scan: _Scan) ->
         detail = f"; a valid record follows at offset {following}" if following is not None else ""
         raise CorruptRecord(_mid_log_message(segment, stop.offset, stop.reason + detail), offset=stop.offset)
     data_end = zeros_from(segment, stop.offset)
+    reason = stop.reason
     if stop.zeros and data_end == stop.offset:
-        segment.handle.set_end(stop.offset - segment.base)  # the end of the data, zeros prepared after
-        return
+        if stop.offset >= scan.durable_floor:
+            segment.handle.set_end(stop.offset - segment.base)  # the end of the data, zeros prepared after
+            return
+        reason = zeros_before_floor_reason(scan.durable_floor)  # fsynced bytes are missing: say so
     scan.truncated_at = stop.offset
     scan.truncated_bytes = segment.base + segment.handle.prepared() - stop.offset  # prepared zeros too
     scan.truncated_records = count_frames(segment, stop.offset)
-    scan.reason = f"torn tail in {segment.path} at position {stop.offset - segment.base}: {stop.reason}"
+    scan.reason = f"torn tail in {segment.path} at position {stop.offset - segment.base}: {reason}"
     segment.handle.truncate(stop.offset - segment.base)
     segment.handle.sync()
 

@@ -252,6 +252,15 @@ class ScanStop:
 ZERO_STOP_REASON = "zero bytes where a record should start"
 
 
+def zeros_before_floor_reason(floor: int) -> str:
+    """Zeros to the end of the file, but before the checkpoint's flushed offset: not the end of the
+    data (fsynced records were there), cut and reported like any damaged tail."""
+    return (
+        f"{ZERO_STOP_REASON}, before the checkpoint's flushed offset {floor} "
+        "(records fsynced there are missing)"
+    )
+
+
 def scan_segment(
     segment: Segment, start: int, segment_bytes: int
 ) -> Iterator[StoredRecord | ScanStop | codec.Blank]:

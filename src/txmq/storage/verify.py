@@ -25,6 +25,7 @@ from txmq.storage.segment import (
     holds_record,
     scan_segment,
     unwritten_sector_between,
+    zeros_before_floor_reason,
     zeros_from,
 )
 
@@ -114,15 +115,18 @@ def _verify_segment(
             marker = True
             break
         if not isinstance(item, StoredRecord):
+            reason = item.reason
             if item.zeros and zeros_from(segment, item.offset) == item.offset:
-                break  # the end of the data of a preallocated segment: only zeros after it
+                if item.offset >= floor:
+                    break  # the end of the data of a preallocated segment: only zeros after it
+                reason = zeros_before_floor_reason(floor)  # fsynced records are missing (recovery.py)
             following = has_valid_record_after(segment, item.offset)
             unsynced = (
                 following is not None
                 and item.offset >= floor
                 and (item.zeros or unwritten_sector_between(segment, item.offset, following))
             )  # pieces of an unsynced write put down out of order (recovery.py)
-            report.problems.append(_problem(segments, segment, item.offset, item.reason,
+            report.problems.append(_problem(segments, segment, item.offset, reason,
                                             is_tail and (following is None or unsynced)))  # fmt: skip
             return
         report.records += 1
