@@ -17,8 +17,10 @@ from txmq.storage.store import MessageStore
 DATA = "/data"
 
 
-def _config(mode: FlushMode = FlushMode.SYNC) -> StoreConfig:
-    return StoreConfig(data_dir=DATA, segment_bytes=64 * 1024, flush_mode=mode)
+def _config(mode: FlushMode = FlushMode.SYNC, prealloc_bytes: int = 0) -> StoreConfig:
+    """Files grow by appends unless ``prealloc_bytes`` (then appends take no new space: ENOSPC comes
+    only from preparing ahead, see the preallocation tests)."""
+    return StoreConfig(data_dir=DATA, segment_bytes=64 * 1024, flush_mode=mode, prealloc_bytes=prealloc_bytes)
 
 
 def _req(i: int) -> PutRequest:

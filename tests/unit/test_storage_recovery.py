@@ -17,8 +17,12 @@ DATA = "/data"
 SEGMENT = 64 * 1024
 
 
-def _config(segment_bytes: int = SEGMENT) -> StoreConfig:
-    return StoreConfig(data_dir=DATA, segment_bytes=segment_bytes, consume_queue_units_per_file=8)
+PREALLOC = StoreConfig(data_dir=DATA).prealloc_bytes
+
+
+def _config(segment_bytes: int = SEGMENT, prealloc_bytes: int = PREALLOC) -> StoreConfig:
+    return StoreConfig(data_dir=DATA, segment_bytes=segment_bytes, consume_queue_units_per_file=8,
+                       prealloc_bytes=prealloc_bytes)  # fmt: skip
 
 
 def _put(store: MessageStore, i: int, size: int = 100) -> tuple[int, int]:
@@ -31,9 +35,12 @@ def _segment_paths(fs: FaultyFileSystem) -> list[str]:
     return [posixpath.join(directory, name) for name in fs.list_dir(directory)]
 
 
-def test_torn_tail_cut_at_every_byte_of_the_last_three_records() -> None:
+@pytest.mark.parametrize("prealloc_bytes", [0, PREALLOC], ids=["growing", "preallocated"])
+def test_torn_tail_cut_at_every_byte_of_the_last_three_records(prealloc_bytes: int) -> None:
+    """Growing files (stores before preallocation too): the file ends at the cut. Preallocated: the
+    bytes from the cut on are the prepared zeros (the write landed up to the cut)."""
     fs = FaultyFileSystem()
-    store = MessageStore.open(_config(), fs=fs, clock=FakeClock())
+    store = MessageStore.open(_config(prealloc_bytes=prealloc_bytes), fs=fs, clock=FakeClock())
     spans = [_put(store, i) for i in range(7)]
     store.flush()
     store.checkpoint()  # recovery starts here; the last three records are replayed
@@ -41,27 +48,36 @@ def test_torn_tail_cut_at_every_byte_of_the_last_three_records() -> None:
     store.flush()
     (segment,) = _segment_paths(fs)
     full = fs.read_file(segment)
-    assert len(full) == spans[-1][1]
+    assert len(full) == (SEGMENT if prealloc_bytes else spans[-1][1])
+    assert not any(full[spans[-1][1] :])
     cuts = 0
     for cut in range(spans[7][0], spans[-1][1] + 1):
         crashed = copy.deepcopy(fs)
-        handle = crashed.open(segment)
-        handle.truncate(cut)
-        handle.sync()
-        reopened = MessageStore.open(_config(), fs=crashed, clock=FakeClock())
+        if prealloc_bytes:
+            file = crashed.files[segment]
+            file.data[cut : spans[-1][1]] = bytes(spans[-1][1] - cut)
+            file.durable = bytes(file.data)
+        else:
+            handle = crashed.open(segment)
+            handle.truncate(cut)
+            handle.sync()
+        reopened = MessageStore.open(_config(prealloc_bytes=prealloc_bytes), fs=crashed, clock=FakeClock())
         survivors = [s for s in spans if s[1] <= cut]
         report = reopened.recovery_report
         boundary = survivors[-1][1]
         assert report.recovered_to == boundary
         assert report.truncated_at == (None if cut == boundary else boundary)
-        assert report.truncated_bytes == cut - boundary
+        file_end = SEGMENT if prealloc_bytes and cut != boundary else cut  # bytes cut from the file
+        assert report.truncated_bytes == file_end - boundary
         assert report.truncated_records == (0 if cut == boundary else 1)
         assert report.scanned_from == spans[6][1]
         assert report.records_scanned == len(survivors) - 7
         assert reopened.max_offset("T", 0) + reopened.max_offset("T", 1) == len(survivors)
         for i, (start, _) in enumerate(survivors):
             assert reopened.read(start).body == bytes([i]) * 100
-        assert crashed.read_file(segment) == full[:boundary], "the torn bytes are gone from disk"
+        on_disk = crashed.read_file(segment)
+        assert on_disk[:boundary] == full[:boundary]
+        assert not any(on_disk[boundary:]), "the torn bytes are gone from disk"
         next_start, _ = _put(reopened, len(survivors))
         assert next_start == boundary
         cuts += 1

@@ -34,6 +34,9 @@ class StoreConfig:
     retention_ms: int = 72 * 3_600_000
     checkpoint_interval_ms: int = 1_000
     store_host: str = "127.0.0.1:10911"
+    # zero-filled, fsynced space kept ready after the CommitLog's data, so an append's fdatasync has no
+    # file-size change to journal (SYNC mode; prepared off the append path; 0: files grow by appends)
+    prealloc_bytes: int = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

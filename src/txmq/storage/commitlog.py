@@ -11,6 +11,11 @@ is where the file ends. Nothing reads beyond ``written_offset``.
 A batch never spans segments: if it does not fit the active segment, the buffered group and a
 blank marker are written to it and the batch goes to a new one. ``on_written`` / ``on_write_failed``
 tell the group commit which appends a write covered or failed.
+
+Preallocation: :meth:`CommitLog.prepare_due` says when the active segment's prepared (zero-filled,
+fsynced) space after the data has run low (below half of ``prealloc_bytes``); the group commit then
+runs :meth:`SegmentFile.prepare` off the append path, so appends write over allocated zeros and their
+fdatasync has no file size to journal (``segment.py``).
 """
 
 from __future__ import annotations
@@ -32,9 +37,10 @@ from txmq.common.errors import (
 from txmq.common.invariant import invariant
 from txmq.storage import codec
 from txmq.storage.api import AppendResult, StoredRecord
-from txmq.storage.segment import Segment, SegmentList
+from txmq.storage.segment import Segment, SegmentFile, SegmentList
 
 _READ_AHEAD_BYTES = 4096
+_PAGE_BYTES = 4096
 _SPAN_BYTES_MAX = 1 << 20  # one pread covers records of a pull up to this far apart
 
 
@@ -108,6 +114,44 @@ class CommitLog:
         self._room_end = 0
         self.on_written: Callable[[], None] | None = None
         self.on_write_failed: Callable[[Exception], None] | None = None
+        self.prealloc_bytes = 0  # zero-filled space kept ready after the data (0: files grow by appends)
+
+    # -- preallocation
+    def prepare_due(self) -> tuple[SegmentFile, int] | None:
+        """The active segment's file and the length to zero-fill it to, when less than half of
+        ``prealloc_bytes`` is prepared past the appended bytes; else None."""
+        step = self.prealloc_bytes
+        segment = self.segments.active
+        if step <= 0 or segment is None or self.fence_reason is not None:
+            return None
+        handle = segment.handle
+        prepared = handle.prepared()
+        used = self.write_offset - segment.base
+        if prepared >= self.segment_bytes or prepared - used >= step // 2:
+            return None
+        target = min(self.segment_bytes, (used + step + _PAGE_BYTES - 1) // _PAGE_BYTES * _PAGE_BYTES)
+        return handle, target
+
+    def prepare_failed(self, handle: SegmentFile, exc: OSError) -> None:
+        """Zero-filling ahead failed: on a full disk stop preparing (appends grow the files, as
+        without preallocation); any other error (a failed fsync) fences the store."""
+        if exc.errno == errno.ENOSPC:
+            self.prealloc_bytes = 0
+            return
+        self.fence(f"preparing {handle.path} ahead failed: {exc}")
+
+    def prepare_ahead(self) -> int:
+        """Zero-fill ahead now if due (tests, stepping, open); returns the bytes written."""
+        due = self.prepare_due()
+        if due is None:
+            return 0
+        handle, target = due
+        try:
+            return handle.prepare(target)
+        except OSError as exc:
+            self.prepare_failed(handle, exc)
+            self.check_writable()
+            return 0
 
     @property
     def written_offset(self) -> int:

@@ -28,6 +28,11 @@ class FileHandle(Protocol):
         """Write all of ``data`` at the end; on OSError a prefix may have been written."""
         ...
 
+    def write_at(self, offset: int, data: bytes | bytearray | memoryview) -> None:
+        """Write all of ``data`` at ``offset`` (over existing bytes, or growing the file); on OSError
+        a prefix may have been written."""
+        ...
+
     def read_at(self, offset: int, size: int) -> bytes: ...
 
     def sync(self) -> None: ...
@@ -62,25 +67,36 @@ class FileSystem(Protocol):
 
     def sync_dir(self, path: str) -> None: ...
 
+    def free_bytes(self, path: str) -> int | None:
+        """Space left for new data on the file system holding ``path`` (None: unknown, unlimited)."""
+        ...
+
 
 # --------------------------------------------------------------------------------------------- real
 
 
 class OsFileHandle:
-    """A file descriptor opened ``O_RDWR | O_APPEND``; the size is tracked to avoid ``fstat`` calls."""
+    """A file descriptor opened ``O_RDWR``; the size is tracked to avoid ``fstat`` calls, and an
+    append is a ``pwrite`` at it (no ``O_APPEND``, which would make :meth:`write_at` append too).
+    One handle per file writes it (the store is its files' only writer)."""
 
     __slots__ = ("_fd", "_size", "path")
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._size = os.fstat(self._fd).st_size
 
     def append(self, data: bytes | bytearray | memoryview) -> None:
+        self.write_at(self._size, data)
+
+    def write_at(self, offset: int, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
         while view:
-            written = os.write(self._fd, view)
-            self._size += written
+            written = os.pwrite(self._fd, view, offset)
+            offset += written
+            if offset > self._size:
+                self._size = offset
             view = view[written:]
 
     def read_at(self, offset: int, size: int) -> bytes:
@@ -136,8 +152,16 @@ class OsFileSystem:
         finally:
             os.close(fd)
 
+    def free_bytes(self, path: str) -> int | None:
+        stat = os.statvfs(path)
+        # what an unprivileged writer may take: never more than a write of ours can (root may be
+        # allowed the reserved blocks too; then this refuses early, which is the safe side)
+        return stat.f_bavail * stat.f_frsize
+
 
 # ------------------------------------------------------------------------------------------- faulty
+
+SECTOR_BYTES = 512  # what a power cut keeps or loses whole, in FaultyFileSystem.crash
 
 
 @dataclass
@@ -146,7 +170,8 @@ class MemFile:
 
     data: bytearray = field(default_factory=bytearray)
     durable: bytes = b""
-    last_write: tuple[int, int] | None = None  # (start, length) of the most recent append
+    last_write: tuple[int, int] | None = None  # (start, length) of the most recent write
+    last_overwritten: bytes = b""  # the bytes the most recent write replaced (b"" for an append)
 
 
 class FaultyFileHandle:
@@ -163,6 +188,23 @@ class FaultyFileHandle:
         start = len(self._file.data)
         self._file.data += bytes(data[:allowed])
         self._file.last_write = (start, allowed)
+        self._file.last_overwritten = b""
+        if allowed < len(data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.path)
+
+    def write_at(self, offset: int, data: bytes | bytearray | memoryview) -> None:
+        """Overwriting takes no space (it is allocated); only growing the file does."""
+        self._fs.before_write(len(data), self.path)
+        file = self._file
+        size = len(file.data)
+        if offset > size:  # a hole reads as zeros
+            file.data += bytes(offset - size)
+            size = offset
+        growth = max(0, offset + len(data) - size)
+        allowed = len(data) - growth + self._fs.take_space(growth)
+        file.last_overwritten = bytes(file.data[offset : offset + allowed])
+        file.data[offset : offset + allowed] = bytes(data[:allowed])
+        file.last_write = (offset, allowed)
         if allowed < len(data):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.path)
 
@@ -251,6 +293,9 @@ class FaultyFileSystem:
     def sync_dir(self, path: str) -> None:
         self.before_sync()
 
+    def free_bytes(self, path: str) -> int | None:
+        return self.space_left
+
     # -- fault hooks used by the handles
     def before_write(self, size: int, path: str = "") -> None:
         if self._write_errors and path.startswith(self._write_errors[0][1]):
@@ -291,12 +336,26 @@ class FaultyFileSystem:
             file.last_write = None
 
     def crash(self) -> None:
-        """Power cut where each file keeps its durable image plus a random prefix of what followed."""
+        """Power cut where each file keeps its durable image plus a random prefix of what followed.
+
+        A file whose unsynced writes went over bytes it already had (a preallocated CommitLog
+        segment) keeps a random prefix of its new length and, in it, a random subset of the
+        512-byte sectors that changed: the disk writes sectors back in any order."""
         for file in self.files.values():
             durable_len = len(file.durable)
             if file.data[:durable_len] == file.durable and len(file.data) > durable_len:
                 keep = self.rng.randint(durable_len, len(file.data))
                 file.data = file.data[:keep]
+            elif len(file.data) >= durable_len and file.data != file.durable:
+                keep = self.rng.randint(durable_len, len(file.data))
+                old = file.durable + bytes(keep - durable_len)
+                new = file.data[:keep]
+                merged = bytearray(old)
+                for start in range(0, keep, SECTOR_BYTES):
+                    end = min(start + SECTOR_BYTES, keep)
+                    if new[start:end] != old[start:end] and self.rng.random() < 0.5:
+                        merged[start:end] = new[start:end]
+                file.data = merged
             else:
                 file.data = bytearray(file.durable)
             file.durable = bytes(file.data)
@@ -309,6 +368,12 @@ class FaultyFileSystem:
             raise ValueError(f"no write to tear in {path}")
         start, length = file.last_write
         end = start + min(keep_bytes, length)
+        if file.last_overwritten:  # a write over existing bytes: the rest of it keeps the old ones
+            kept = end - start
+            file.data[end : start + len(file.last_overwritten)] = file.last_overwritten[kept:]
+            del file.data[max(start + len(file.last_overwritten), end) :]
+            file.durable = bytes(file.data)
+            return
         del file.data[end:]
         file.durable = file.durable[:end]
 

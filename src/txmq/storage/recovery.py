@@ -11,6 +11,13 @@ Definitions:
   whose data stops before its end without an end marker) is **mid-log corruption**: opening fails
   with CorruptRecord naming the segment, position and reason, and pointing at
   ``txmq store verify`` / ``txmq store repair``.
+* A preallocated tail segment (``segment.py``) ends its data with zeros. Bytes that are not zero after
+  that end, up to the end of the file, are pieces of unsynced writes: a torn tail, cut (the file is
+  truncated there, and prepared again later). A disk writes an unsynced group's sectors back in any
+  order, so a valid record may follow the stop; that is a torn tail too when the stop lies at or
+  past the checkpoint's flushed offset (durable before) and a whole zero sector stands between
+  the stop and that record (a write never put down, not a flipped bit); otherwise it is mid-log
+  corruption as above.
 
 Scanning starts at the checkpoint's dispatched offset (ConsumeQueues and index are durable before
 it), so recovery time grows with the unflushed tail, not with the log. ConsumeQueue units and index
@@ -30,7 +37,16 @@ from txmq.storage.commitlog import CommitLog, DispatchEntry
 from txmq.storage.consume_queue import ConsumeQueueSet
 from txmq.storage.fs import FileSystem
 from txmq.storage.index import KeyIndex
-from txmq.storage.segment import ScanStop, Segment, has_valid_record_after, scan_segment
+from txmq.storage.segment import (
+    ScanStop,
+    Segment,
+    has_valid_record_after,
+    holds_record,
+    scan_segment,
+    unwritten_sector_between,
+    zeros_before_floor_reason,
+    zeros_from,
+)
 
 
 @dataclass
@@ -43,6 +59,7 @@ class _Scan:
     truncated_records: int = 0
     reason: str = ""
     notes: list[str] = field(default_factory=list)
+    durable_floor: int = 0  # the checkpoint's flushed offset: bytes before it were fsynced
 
 
 def recover(fs: FileSystem, data_dir: str, log: CommitLog, queues: ConsumeQueueSet, index: KeyIndex,
@@ -51,7 +68,7 @@ def recover(fs: FileSystem, data_dir: str, log: CommitLog, queues: ConsumeQueueS
     started_ms = clock.monotonic_ms()
     segments = log.segments
     notes = segments.load()
-    while len(segments.segments) > 1 and segments.segments[-1].handle.size() == 0:
+    while len(segments.segments) > 1 and not holds_record(segments.segments[-1]):
         notes.append(f"removed empty trailing segment {segments.remove_last().path}")
     queues.load()
     index.load()
@@ -64,7 +81,8 @@ def recover(fs: FileSystem, data_dir: str, log: CommitLog, queues: ConsumeQueueS
     index.truncate_from_physical(start)
     for (topic, queue_id), queue in queues.queues.items():
         log.queue_next[(topic, queue_id)] = queue.max_offset
-    scan = _Scan(start=start, end=start, notes=notes)
+    scan = _Scan(start=start, end=start, notes=notes,
+                 durable_floor=checkpoint.flushed_offset if checkpoint is not None else 0)  # fmt: skip
     _scan_log(log, scan)
     if not segments.segments and checkpoint is not None:
         scan.end = _round_up(checkpoint.flushed_offset, segments.segment_bytes)  # never reuse offsets
@@ -189,18 +207,35 @@ def _replay(log: CommitLog, segment: Segment, record: StoredRecord) -> None:
 
 
 def _bad_record(segment: Segment, stop: ScanStop, is_tail: bool, scan: _Scan) -> None:
-    """Cut a torn tail (and record what was cut) or raise CorruptRecord for mid-log damage."""
+    """Cut a torn tail (and record what was cut) or raise CorruptRecord for mid-log damage; at zeros
+    with only zeros after them (a preallocated tail), just note where the data ends."""
     following = has_valid_record_after(segment, stop.offset)
+    if is_tail and following is not None and _unsynced_pieces(segment, stop, following, scan):
+        following = None
     if not is_tail or following is not None:
         detail = f"; a valid record follows at offset {following}" if following is not None else ""
         raise CorruptRecord(_mid_log_message(segment, stop.offset, stop.reason + detail), offset=stop.offset)
-    file_end = segment.end
+    data_end = zeros_from(segment, stop.offset)
+    reason = stop.reason
+    if stop.zeros and data_end == stop.offset:
+        if stop.offset >= scan.durable_floor:
+            segment.handle.set_end(stop.offset - segment.base)  # the end of the data, zeros prepared after
+            return
+        reason = zeros_before_floor_reason(scan.durable_floor)  # fsynced bytes are missing: say so
     scan.truncated_at = stop.offset
-    scan.truncated_bytes = file_end - stop.offset
+    scan.truncated_bytes = segment.base + segment.handle.prepared() - stop.offset  # prepared zeros too
     scan.truncated_records = count_frames(segment, stop.offset)
-    scan.reason = f"torn tail in {segment.path} at position {stop.offset - segment.base}: {stop.reason}"
+    scan.reason = f"torn tail in {segment.path} at position {stop.offset - segment.base}: {reason}"
     segment.handle.truncate(stop.offset - segment.base)
     segment.handle.sync()
+
+
+def _unsynced_pieces(segment: Segment, stop: ScanStop, following: int, scan: _Scan) -> bool:
+    """Whether the bytes from ``stop`` to the valid record at ``following`` are what a crash leaves of
+    an unsynced write whose sectors went down out of order (see the module doc)."""
+    if stop.offset < scan.durable_floor:
+        return False
+    return stop.zeros or unwritten_sector_between(segment, stop.offset, following)
 
 
 def count_frames(segment: Segment, offset: int) -> int:

@@ -135,6 +135,17 @@ class MessageStore:
             queues.close()
             index.close()
             raise
+        # SYNC mode only: ASYNC fsyncs once per interval, so a size change per append costs it nothing
+        log.prealloc_bytes = config.prealloc_bytes if config.flush_mode is FlushMode.SYNC else 0
+        try:
+            if log.prealloc_bytes and segments.active is None:  # a new store: its first segment now
+                segments.create(log.write_offset)
+            log.prepare_ahead()  # the tail's prepared space, before any append needs it
+        except (OSError, StorageError):
+            segments.close()
+            queues.close()
+            index.close()
+            raise
         store = cls(config, clock, fs, log, queues, index, report)
         store._dispatcher.run_once(log.write_offset)
         for queue in queues.queues.values():
@@ -184,7 +195,8 @@ class MessageStore:
                 await self._inflight  # never close files under an fsync still running in a thread
         if self._log.fence_reason is None:
             with contextlib.suppress(DiskFull):  # the unwritten group's waiters were told
-                self.flush()
+                self._commit.flush_now()  # (no zero-filling ahead, as flush() does)
+                self.run_once()
             self.checkpoint()
         self._commit.fail_all_if_fenced()
         self._log.segments.close()
@@ -200,6 +212,9 @@ class MessageStore:
                 self._inflight = asyncio.ensure_future(self._commit.flush_async())
                 await asyncio.shield(self._inflight)
                 self.run_once()
+                if self._log.prepare_due() is not None:  # zero-fill ahead off the loop
+                    self._inflight = asyncio.ensure_future(self._prepare_async())
+                    await asyncio.shield(self._inflight)
             except StorageError as exc:
                 self._log.fence(f"background flush or dispatch failed: {exc.message}")
                 self._commit.fail_all_if_fenced()
@@ -226,9 +241,13 @@ class MessageStore:
         """Dispatch what is visible (flushed in SYNC mode, written in ASYNC mode); returns records."""
         return self._dispatcher.run_once(self._visible_limit())
 
+    async def _prepare_async(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self._log.prepare_ahead)
+
     def flush(self) -> None:
-        """Synchronous group commit and dispatch (tests, close)."""
+        """Synchronous group commit and dispatch, then zero-fill ahead if due (tests, stepping)."""
         self._commit.flush_now()
+        self._log.prepare_ahead()
         self.run_once()
 
     def checkpoint(self) -> None:
@@ -529,6 +548,8 @@ def _validate_config(config: StoreConfig) -> None:
         raise InvalidArgument(f"segment_bytes {config.segment_bytes} is below {limits.segment_bytes_min}")
     if config.consume_queue_units_per_file <= 0 or config.flush_interval_ms <= 0:
         raise InvalidArgument("consume_queue_units_per_file and flush_interval_ms must be positive")
+    if config.prealloc_bytes < 0:
+        raise InvalidArgument(f"prealloc_bytes must not be negative, got {config.prealloc_bytes}")
     if len(config.store_host.encode()) > 255:
         raise InvalidArgument("store_host is longer than 255 bytes")
 

@@ -18,7 +18,16 @@ from txmq.storage import codec
 from txmq.storage.api import StoredRecord
 from txmq.storage.checkpoint import CHECKPOINT_FILE, load_checkpoint, load_layout
 from txmq.storage.fs import FileSystem
-from txmq.storage.segment import Segment, SegmentList, has_valid_record_after, scan_segment
+from txmq.storage.segment import (
+    Segment,
+    SegmentList,
+    has_valid_record_after,
+    holds_record,
+    scan_segment,
+    unwritten_sector_between,
+    zeros_before_floor_reason,
+    zeros_from,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +77,9 @@ def verify_store(fs: FileSystem, data_dir: str, segment_bytes: int | None = None
     try:
         report = VerifyReport(data_dir, segments.segment_bytes, segments=len(segments.segments))
         report.checkpoint = _checkpoint_state(fs, data_dir)
+        floor = _durable_floor(fs, data_dir)
         for i, segment in enumerate(segments.segments):
-            _verify_segment(segments, i, segment, report)
+            _verify_segment(segments, i, segment, report, floor)
         return report
     finally:
         segments.close()
@@ -83,9 +93,21 @@ def _checkpoint_state(fs: FileSystem, data_dir: str) -> str:
     return "missing" if checkpoint is None else f"ok (dispatched to {checkpoint.dispatched_offset})"
 
 
-def _verify_segment(segments: SegmentList, index: int, segment: Segment, report: VerifyReport) -> None:
+def _durable_floor(fs: FileSystem, data_dir: str) -> int:
+    """The checkpoint's flushed offset (everything before it was fsynced), 0 if unknown."""
+    try:
+        checkpoint = load_checkpoint(fs, data_dir)
+    except CorruptRecord:
+        return 0
+    return checkpoint.flushed_offset if checkpoint is not None else 0
+
+
+def _verify_segment(
+    segments: SegmentList, index: int, segment: Segment, report: VerifyReport, floor: int
+) -> None:
     size = segments.segment_bytes
-    is_tail = index == len([s for s in segments.segments if s.handle.size() > 0]) - 1
+    holding = [i for i, s in enumerate(segments.segments) if holds_record(s)]
+    is_tail = index == (holding[-1] if holding else 0)
     position = segment.base
     marker = False
     for item in scan_segment(segment, segment.base, size):
@@ -93,16 +115,26 @@ def _verify_segment(segments: SegmentList, index: int, segment: Segment, report:
             marker = True
             break
         if not isinstance(item, StoredRecord):
+            reason = item.reason
+            if item.zeros and zeros_from(segment, item.offset) == item.offset:
+                if item.offset >= floor:
+                    break  # the end of the data of a preallocated segment: only zeros after it
+                reason = zeros_before_floor_reason(floor)  # fsynced records are missing (recovery.py)
             following = has_valid_record_after(segment, item.offset)
-            report.problems.append(_problem(segments, segment, item.offset, item.reason,
-                                            is_tail and following is None))  # fmt: skip
+            unsynced = (
+                following is not None
+                and item.offset >= floor
+                and (item.zeros or unwritten_sector_between(segment, item.offset, following))
+            )  # pieces of an unsynced write put down out of order (recovery.py)
+            report.problems.append(_problem(segments, segment, item.offset, reason,
+                                            is_tail and (following is None or unsynced)))  # fmt: skip
             return
         report.records += 1
         report.bytes += item.size
         report.first_offset = item.physical_offset if report.first_offset is None else report.first_offset
         report.last_offset = item.physical_offset
         position = item.physical_offset + item.size
-    later_data = any(s.handle.size() > 0 for s in segments.segments[index + 1 :])
+    later_data = any(i > index for i in holding)
     if not marker and later_data and segment.base + size - position >= codec.BLANK_BYTES:
         reason = "segment data stops before its end without an end-of-segment marker"
         report.problems.append(_problem(segments, segment, position, reason, False))
@@ -129,7 +161,7 @@ def count_after(segments: SegmentList, segment: Segment, offset: int) -> tuple[i
             for item in scan_segment(other, other.base, segments.segment_bytes)
             if isinstance(item, StoredRecord)
         )
-    size = segment.end - offset + sum(s.handle.size() for s in later)
+    size = zeros_from(segment, offset) - offset + sum(s.handle.size() for s in later)
     return records, size
 
 

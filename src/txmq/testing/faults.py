@@ -60,15 +60,26 @@ class CrashingFileSystem(FaultyFileSystem):
         if mode == "lose":
             self.lose_unfsynced()
             return ["lose_unfsynced"]
-        synced = {path: len(f.durable) for path, f in self.files.items()}
+        synced = {path: f.durable for path, f in self.files.items()}
         self.crash()
         done = ["torn_tails"]
         if mode == "flip":
             for path in sorted(self.files):
                 file = self.files[path]
-                start = synced.get(path, 0)
+                old = synced.get(path, b"")
+                start = len(old)
                 if len(file.data) > start and file.data[:start] == file.durable[:start]:
                     offset = self.rng.randrange(start, len(file.data))
                     self.flip_bit(path, offset, self.rng.randrange(8))
                     done.append(f"flip {path}@{offset}")
+                elif len(file.data) == start and file.data != old:  # unsynced writes over old bytes
+                    offset = self._changed_byte(file.data, old)
+                    self.flip_bit(path, offset, self.rng.randrange(8))
+                    done.append(f"flip {path}@{offset}")
         return done
+
+    def _changed_byte(self, data: bytearray, old: bytes) -> int:
+        """A random position where ``data`` differs from ``old`` (same length): a kept unsynced byte."""
+        sectors = [at for at in range(0, len(old), 512) if data[at : at + 512] != old[at : at + 512]]
+        at = self.rng.choice(sectors)
+        return self.rng.choice([i for i in range(at, min(at + 512, len(old))) if data[i] != old[i]])
