@@ -138,7 +138,8 @@ async def run_until_signalled(config: BrokerConfig) -> None:
     report = running.broker.store.recovery_report
     if report is not None and report.truncated_bytes:
         print(
-            f"recovery cut a torn tail: {report.truncated_bytes} bytes at offset {report.truncated_at} "
+            f"recovery cut a torn tail at offset {report.truncated_at}: {report.truncated_records} "
+            f"record(s), {report.truncated_bytes} bytes of file including preallocated zeros "
             f"({report.reason})",
             file=sys.stderr,
             flush=True,
