@@ -32,6 +32,7 @@ NATIVE_MODULES: list[str] = [
     "txmq.protocol.remoting.command",
     "txmq.protocol.remoting.connection",
     "txmq.protocol.remoting.message_codec",
+    "txmq.protocol.remoting.send_header",
     "txmq.storage.codec",
     "txmq.storage.commitlog",
     "txmq.storage.consume_queue",

@@ -13,10 +13,12 @@ from txmq.protocol.remoting.command import RemotingCommand
 from txmq.protocol.remoting.errors import InvalidHeader
 from txmq.protocol.remoting.headers import (
     PullMessageRequestHeader,
+    SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
     parse_pull_header,
     parse_send_header,
 )
+from txmq.protocol.remoting.send_header import SendFields, parse_send_fields
 
 NUMBERS = st.one_of(
     st.integers(-(2**63), 2**63 - 1).map(str),
@@ -43,6 +45,14 @@ SEND_V2 = _fields(
         "h": NUMBERS, "i": TEXT, "j": NUMBERS, "k": BOOLS, "l": NUMBERS, "m": BOOLS, "n": TEXT,
     }
 )  # fmt: skip
+SEND_V1 = _fields(
+    {
+        "producerGroup": TEXT, "topic": TEXT, "defaultTopic": TEXT, "defaultTopicQueueNums": NUMBERS,
+        "queueId": NUMBERS, "sysFlag": NUMBERS, "bornTimestamp": NUMBERS, "flag": NUMBERS, "properties": TEXT,
+        "reconsumeTimes": NUMBERS, "unitMode": BOOLS, "batch": BOOLS, "maxReconsumeTimes": NUMBERS,
+        "brokerName": TEXT,
+    }
+)  # fmt: skip
 PULL = _fields(
     {
         "consumerGroup": TEXT, "topic": TEXT, "queueId": NUMBERS, "queueOffset": NUMBERS,
@@ -67,6 +77,35 @@ def test_send_v2_fast_path_matches_the_generic_parser(ext: dict[str, str]) -> No
     assert _outcome(parse_send_header, command) == _outcome(SendMessageRequestHeaderV2.from_ext_fields, ext)
 
 
+def _six(header: object) -> object:
+    """The fields the broker's send path reads, from a full header or from SendFields."""
+    if header is InvalidHeader:
+        return header
+    assert isinstance(header, (SendFields, SendMessageRequestHeader))
+    return (
+        header.producer_group,
+        header.topic,
+        header.queue_id,
+        header.sys_flag,
+        header.properties,
+        header.batch,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE]).flatmap(
+        lambda code: st.tuples(st.just(code), SEND_V2)
+    )
+    | st.tuples(st.just(RequestCode.SEND_MESSAGE), SEND_V1)
+)
+def test_compiled_send_fields_match_the_generic_parser(case: tuple[RequestCode, dict[str, str]]) -> None:
+    """parse_send_fields (the broker's send path) accepts, rejects and reads exactly as parse_send_header."""
+    code, ext = case
+    command = RemotingCommand(code=code, ext_fields=ext)
+    assert _six(_outcome(parse_send_fields, command)) == _six(_outcome(parse_send_header, command))
+
+
 @settings(max_examples=200, deadline=None)
 @given(PULL)
 def test_pull_fast_path_matches_the_generic_parser(ext: dict[str, str]) -> None:
@@ -85,7 +124,48 @@ def test_fast_paths_take_the_common_spellings() -> None:
         1700000000000,
         False,
     )
+    fields = parse_send_fields(RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=send))
+    assert (fields.topic, fields.queue_id, fields.properties, fields.batch) == (
+        "T",
+        -1,
+        "TAGS\x01x\x02",
+        False,
+    )
     pull = {"consumerGroup": "g", "topic": "T", "queueId": "3", "queueOffset": "12", "maxMsgNums": "32",
             "sysFlag": "2", "commitOffset": "0", "suspendTimeoutMillis": "1500"}  # fmt: skip
     parsed = parse_pull_header(RemotingCommand(code=RequestCode.PULL_MESSAGE, ext_fields=pull))
     assert (parsed.queue_id, parsed.queue_offset, parsed.max_msg_bytes) == (3, 12, None)
+
+
+_V2_OK = {"a": "pg", "b": "T", "c": "TBW102", "d": "4", "e": "-1", "f": "0", "g": "1700000000000", "h": "0",
+          "i": "TAGS\x01x\x02", "j": "0", "k": "false", "l": "16", "m": "true", "n": "b0"}  # fmt: skip
+_V1_OK = dict(zip(
+    ["producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag", "bornTimestamp",
+     "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch", "brokerName"],
+    _V2_OK.values(), strict=True,
+))  # fmt: skip
+_ODD = ["", "-", "+7", " 7", "٣", "１２", "0x10", "007", "-0", "true", "TRUE", "1",
+        "9" * 18, "9" * 19, "9" * 20, "-" + "9" * 19, "+" + "9" * 19]  # fmt: skip
+
+
+def _cases() -> list[tuple[int, dict[str, str]]]:
+    """Every field of a valid header dropped, and every field set to every odd spelling, for each code."""
+    cases: list[tuple[int, dict[str, str]]] = []
+    batch = RequestCode.SEND_BATCH_MESSAGE
+    bases = [(RequestCode.SEND_MESSAGE, _V1_OK), (RequestCode.SEND_MESSAGE_V2, _V2_OK), (batch, _V2_OK),
+             (batch, {**_V2_OK, "m": "x"})]  # fmt: skip
+    for code, base in bases:
+        cases.append((code, base))
+        for name in base:
+            cases.append((code, {k: v for k, v in base.items() if k != name}))
+            cases.extend((code, {**base, name: odd}) for odd in _ODD)
+    return cases
+
+
+def test_compiled_send_fields_match_the_generic_parser_field_by_field() -> None:
+    for code, ext in _cases():
+        command = RemotingCommand(code=code, ext_fields=ext)
+        assert _six(_outcome(parse_send_fields, command)) == _six(_outcome(parse_send_header, command)), (
+            code,
+            ext,
+        )

@@ -19,13 +19,9 @@ from txmq.protocol.remoting.codes import (
 )
 from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.protocol.remoting.frame import encode_send_response
-from txmq.protocol.remoting.headers import (
-    EndTransactionRequestHeader,
-    SendMessageRequestHeader,
-    parse_send_header,
-    send_response_fields,
-)
+from txmq.protocol.remoting.headers import EndTransactionRequestHeader, send_response_fields
 from txmq.protocol.remoting.message_codec import decode_batch_entries
+from txmq.protocol.remoting.send_header import SendFields, parse_send_fields
 from txmq.server.remoting.context import RemotingContext
 from txmq.server.remoting.convert import to_lean, to_message
 from txmq.server.remoting.status import error_response
@@ -34,14 +30,12 @@ from txmq.server.remoting_transport import Deferred, RemotingEndpoint
 log = logging.getLogger(__name__)
 
 
-def _is_batch(request: RemotingCommand, header: SendMessageRequestHeader) -> bool:
+def _is_batch(request: RemotingCommand, header: SendFields) -> bool:
     """Code 320, or ``batch`` set: "true" from Java, "1" from the C++ client (which batches with code 10)."""
     return header.batch or request.ext_fields.get("batch") == "1"
 
 
-def _messages(
-    header: SendMessageRequestHeader, body: bytes, batch: bool
-) -> tuple[list[LeanMessage], list[Message]]:
+def _messages(header: SendFields, body: bytes, batch: bool) -> tuple[list[LeanMessage], list[Message]]:
     """The send lane's messages when every one is NORMAL or FIFO, else (none and) ``Message`` objects."""
     sys_flag = header.sys_flag
     if not batch:
@@ -70,7 +64,7 @@ def send(
     A send-lane message (NORMAL/FIFO) is appended here, synchronously, and answered from a callback
     once its group is durable (ASYNC: written at the end of this loop turn): no task per request.
     Any other send (transactional, delayed) is a coroutine the transport runs as a task."""
-    header = parse_send_header(request)
+    header = parse_send_fields(request)
     lane, messages = _messages(header, request.body, _is_batch(request, header))
     context = _context(header.producer_group, endpoint.peer, header.queue_id)
     if not lane:
