@@ -226,3 +226,14 @@ async def test_send_back_over_remoting_goes_to_the_retry_topic(client: RemotingE
     assert (await client.request(RequestCode.CONSUMER_SEND_MSG_BACK, back)).code == ResponseCode.SUCCESS
     dlq = await client.request(RequestCode.PULL_MESSAGE, pull_header("%DLQ%GR", 0, group="GR"))
     assert [m.body for m in decode_messages(dlq.body)] == [b"fail-me"]  # maxReconsumeTimes 0: straight to DLQ
+
+
+async def test_properties_with_a_lone_surrogate_are_refused_clearly(client: RemotingEndpoint) -> None:
+    """A JSON header may carry ``\\ud800``: decoded, that is no text UTF-8 can hold. It must be refused as
+    an illegal message naming the properties, not answered "internal error"."""
+    ext = send_header("RemSur", {})
+    ext["i"] = "color\x01red\x02note\x01\ud800\x02"  # SEND_MESSAGE_V2's short name of the properties
+    reply = await client.request(RequestCode.SEND_MESSAGE_V2, ext, b"x")
+    assert reply.code == ResponseCode.MESSAGE_ILLEGAL
+    assert "properties" in (reply.remark or "")
+    assert (await send(client, "RemSur", b"fine")).code == ResponseCode.SUCCESS

@@ -35,11 +35,22 @@ def _is_batch(request: RemotingCommand, header: SendFields) -> bool:
     return header.batch or request.ext_fields.get("batch") == "1"
 
 
+def _utf8(properties: str) -> bytes:
+    """The header's properties as stored; a JSON header's ``\\ud800`` escape decodes to text that UTF-8
+    cannot hold: an illegal message, not an internal error."""
+    try:
+        return properties.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise errors.InvalidArgument(
+            f"the message properties are not valid text: {exc.reason} at character {exc.start}"
+        ) from None
+
+
 def _messages(header: SendFields, body: bytes, batch: bool) -> tuple[list[LeanMessage], list[Message]]:
     """The send lane's messages when every one is NORMAL or FIFO, else (none and) ``Message`` objects."""
     sys_flag = header.sys_flag
     if not batch:
-        properties = props.decode(header.properties.encode("utf-8")) if header.properties else {}
+        properties = props.decode(_utf8(header.properties)) if header.properties else {}
         lean = to_lean(body, properties, sys_flag)
         if lean is not None:
             return [lean], []
