@@ -88,7 +88,10 @@ def test_node_client_sends_transacts_receives_and_acks(
     assert sorted(m["body"] for m in result["sent"]) == [
         "node-0", "node-1", "node-2", "tx-checked", "tx-committed",
     ]  # fmt: skip
-    assert set(result["checked"]) == {result["orphanId"]}  # only the undecided one is checked back
+    transactional = {m["messageId"] for m in result["sent"] if m["body"].startswith("tx-")}
+    assert result["orphanId"] in result["checked"]  # resolved by check-back, not by the client
+    # the committed one may be asked about too if its commit lags the 1 s transaction timeout under load
+    assert set(result["checked"]) <= transactional
 
 
 def test_node_tls_client_refuses_the_untrusted_certificate(broker: BrokerProcess, tmp_path: Path) -> None:
