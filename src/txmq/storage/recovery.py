@@ -37,16 +37,7 @@ from txmq.storage.commitlog import CommitLog, DispatchEntry
 from txmq.storage.consume_queue import ConsumeQueueSet
 from txmq.storage.fs import FileSystem
 from txmq.storage.index import KeyIndex
-from txmq.storage.segment import (
-    ScanStop,
-    Segment,
-    has_valid_record_after,
-    holds_record,
-    scan_segment,
-    unwritten_sector_between,
-    zeros_before_floor_reason,
-    zeros_from,
-)
+from txmq.storage.segment import ScanStop, Segment, holds_record, judge_stop, scan_segment
 
 
 @dataclass
@@ -209,33 +200,21 @@ def _replay(log: CommitLog, segment: Segment, record: StoredRecord) -> None:
 def _bad_record(segment: Segment, stop: ScanStop, is_tail: bool, scan: _Scan) -> None:
     """Cut a torn tail (and record what was cut) or raise CorruptRecord for mid-log damage; at zeros
     with only zeros after them (a preallocated tail), just note where the data ends."""
-    following = has_valid_record_after(segment, stop.offset)
-    if is_tail and following is not None and _unsynced_pieces(segment, stop, following, scan):
-        following = None
+    verdict = judge_stop(segment, stop.offset, stop.zeros, scan.durable_floor)
+    if verdict.at_end and is_tail:
+        segment.handle.set_end(stop.offset - segment.base)  # the end of the data, zeros prepared after
+        return
+    following = None if is_tail and verdict.unsynced else verdict.following
     if not is_tail or following is not None:
         detail = f"; a valid record follows at offset {following}" if following is not None else ""
         raise CorruptRecord(_mid_log_message(segment, stop.offset, stop.reason + detail), offset=stop.offset)
-    data_end = zeros_from(segment, stop.offset)
-    reason = stop.reason
-    if stop.zeros and data_end == stop.offset:
-        if stop.offset >= scan.durable_floor:
-            segment.handle.set_end(stop.offset - segment.base)  # the end of the data, zeros prepared after
-            return
-        reason = zeros_before_floor_reason(scan.durable_floor)  # fsynced bytes are missing: say so
     scan.truncated_at = stop.offset
     scan.truncated_bytes = segment.base + segment.handle.prepared() - stop.offset  # prepared zeros too
     scan.truncated_records = count_frames(segment, stop.offset)
+    reason = verdict.reason or stop.reason
     scan.reason = f"torn tail in {segment.path} at position {stop.offset - segment.base}: {reason}"
     segment.handle.truncate(stop.offset - segment.base)
     segment.handle.sync()
-
-
-def _unsynced_pieces(segment: Segment, stop: ScanStop, following: int, scan: _Scan) -> bool:
-    """Whether the bytes from ``stop`` to the valid record at ``following`` are what a crash leaves of
-    an unsynced write whose sectors went down out of order (see the module doc)."""
-    if stop.offset < scan.durable_floor:
-        return False
-    return stop.zeros or unwritten_sector_between(segment, stop.offset, following)
 
 
 def count_frames(segment: Segment, offset: int) -> int:

@@ -357,3 +357,35 @@ def unwritten_sector_between(segment: Segment, start: int, end: int) -> bool:
             return True
         at += SECTOR_BYTES
     return False
+
+
+@dataclass(frozen=True, slots=True)
+class StopVerdict:
+    """What a scan's stop in ``segment`` is, as recovery and verify both judge it.
+
+    ``at_end``: zeros to the end of the file at or past the checkpoint's flushed offset, the end of a
+    preallocated segment's data. Otherwise ``following`` is the next valid record (None: none),
+    ``unsynced`` says whether the bytes up to it are what a crash leaves of an unsynced write put down
+    out of order (at or past the floor, and zeros or a never-written sector between), and ``reason``
+    replaces the stop's own when zeros run to the end before the floor (fsynced records are missing).
+    """
+
+    at_end: bool
+    following: int | None = None
+    unsynced: bool = False
+    reason: str | None = None
+
+
+def judge_stop(segment: Segment, offset: int, zeros: bool, floor: int) -> StopVerdict:
+    """Judge a scan's stop at ``offset`` (``zeros``: zero bytes where a record would start) against the
+    checkpoint's flushed offset ``floor``; whether the segment is the log's tail is the caller's part."""
+    zeros_to_end = zeros and zeros_from(segment, offset) == offset
+    if zeros_to_end and offset >= floor:
+        return StopVerdict(at_end=True)
+    following = has_valid_record_after(segment, offset)
+    unsynced = (
+        following is not None
+        and offset >= floor
+        and (zeros or unwritten_sector_between(segment, offset, following))
+    )
+    return StopVerdict(False, following, unsynced, zeros_before_floor_reason(floor) if zeros_to_end else None)

@@ -23,9 +23,8 @@ from txmq.storage.segment import (
     SegmentList,
     has_valid_record_after,
     holds_record,
+    judge_stop,
     scan_segment,
-    unwritten_sector_between,
-    zeros_before_floor_reason,
     zeros_from,
 )
 
@@ -115,19 +114,13 @@ def _verify_segment(
             marker = True
             break
         if not isinstance(item, StoredRecord):
-            reason = item.reason
-            if item.zeros and zeros_from(segment, item.offset) == item.offset:
-                if item.offset >= floor:
-                    break  # the end of the data of a preallocated segment: only zeros after it
-                reason = zeros_before_floor_reason(floor)  # fsynced records are missing (recovery.py)
-            following = has_valid_record_after(segment, item.offset)
-            unsynced = (
-                following is not None
-                and item.offset >= floor
-                and (item.zeros or unwritten_sector_between(segment, item.offset, following))
-            )  # pieces of an unsynced write put down out of order (recovery.py)
-            report.problems.append(_problem(segments, segment, item.offset, reason,
-                                            is_tail and (following is None or unsynced)))  # fmt: skip
+            verdict = judge_stop(segment, item.offset, item.zeros, floor)  # as recovery judges it
+            if verdict.at_end:
+                break  # the end of the data of a preallocated segment: only zeros after it
+            tail = is_tail and (verdict.following is None or verdict.unsynced)
+            report.problems.append(
+                _problem(segments, segment, item.offset, verdict.reason or item.reason, tail)
+            )
             return
         report.records += 1
         report.bytes += item.size
