@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -12,6 +13,29 @@ from txmq.common.durations import parse_duration_ms
 from txmq.storage.api import FlushMode
 
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+
+class TlsMode(enum.Enum):
+    """What the gRPC port accepts (``grpc_tls``)."""
+
+    OFF = "off"  # plaintext (h2c) only
+    PERMISSIVE = "permissive"  # TLS and plaintext on the same port (the Apache proxy's default)
+    ON = "on"  # TLS only
+
+    @classmethod
+    def parse(cls, text: str) -> TlsMode:
+        try:
+            return cls(text.strip().lower())
+        except ValueError:
+            raise errors.InvalidArgument(
+                f"grpc TLS mode must be off, permissive or on, not {text!r}"
+            ) from None
+
+
+def check_key_pair_given(cert_file: str, key_file: str) -> None:
+    """Both or neither: a half-configured TLS must not fall back silently to a self-signed pair."""
+    if bool(cert_file) != bool(key_file):
+        raise errors.InvalidArgument("give both --tls-cert and --tls-key, or neither (a self-signed pair)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +87,8 @@ class BrokerConfig:
             raise errors.InvalidArgument(f"segment size must be at least {limits.segment_bytes_min} bytes")
         if self.connections_max < 1 or self.grpc_concurrent_rpcs_max < 1:
             raise errors.InvalidArgument("connections_max and grpc_concurrent_rpcs_max must be at least 1")
-        from txmq.server.tls import TlsMode
-
         TlsMode.parse(self.grpc_tls)
-        if bool(self.tls_cert_file) != bool(self.tls_key_file):
-            raise errors.InvalidArgument(
-                "give both --tls-cert and --tls-key, or neither (a self-signed pair)"
-            )
+        check_key_pair_given(self.tls_cert_file, self.tls_key_file)
         for port in (self.grpc_port, self.remoting_port, self.namesrv_port):
             if not 0 <= port <= 65535:
                 raise errors.InvalidArgument(f"port {port} is out of range")

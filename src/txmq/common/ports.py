@@ -49,3 +49,8 @@ def free_port() -> int:
         port = int(sock.getsockname()[1])
     _handed_out.add(port)
     return port
+
+
+def is_wildcard_host(host: str) -> bool:
+    """Whether ``host`` is a listen-on-every-address host rather than one address clients can reach."""
+    return host in ("", "0.0.0.0", "::", "[::]")

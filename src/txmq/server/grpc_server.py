@@ -21,6 +21,7 @@ from txmq.broker.send import SendContext
 from txmq.broker.topics import TopicConfig
 from txmq.common import errors, limits
 from txmq.common.message import Message, MessageView
+from txmq.common.ports import is_wildcard_host
 from txmq.protocol.grpc import convert, pb, routes, wire
 from txmq.protocol.grpc.status import status_of
 from txmq.server import grpc_telemetry
@@ -359,8 +360,9 @@ def _pull_status(status: ReadStatus, min_offset: int, max_offset: int) -> Any:
     return _NOT_FOUND
 
 
-def _advertised(host: str) -> str:
-    return "127.0.0.1" if host in ("", "0.0.0.0", "::", "[::]") else host
+def routed_host(host: str) -> str:
+    """The host routes name for a door listening on ``host`` (a wildcard: loopback)."""
+    return "127.0.0.1" if is_wildcard_host(host) else host
 
 
 async def serve(
@@ -404,7 +406,7 @@ async def serve(
             errno.EADDRINUSE,
             f"cannot bind the gRPC port {host}:{port}: address already in use (or not a local address)",
         ) from exc
-    servicer = MessagingServicer(broker, advertised_host or _advertised(host), advertised_port or bound)
+    servicer = MessagingServicer(broker, advertised_host or routed_host(host), advertised_port or bound)
     server.add_generic_rpc_handlers((messaging_handler(servicer),))  # undecodable requests: BAD_REQUEST
     server.add_generic_rpc_handlers((admin_handler(broker),))
     await server.start()

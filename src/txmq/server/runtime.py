@@ -58,9 +58,11 @@ async def _start_grpc(running: RunningBroker, config: BrokerConfig) -> None:
     on one port (a ``GrpcFront`` on the public port relaying to a plaintext and a TLS loopback port)."""
     import grpc
 
+    from txmq.broker.config import TlsMode
     from txmq.server.grpc_front import BACKEND_HOST, GrpcFront
+    from txmq.server.grpc_server import routed_host
     from txmq.server.grpc_server import serve as serve_grpc
-    from txmq.server.tls import TlsMode, load_key_pair
+    from txmq.server.tls import load_key_pair
 
     mode = TlsMode.parse(config.grpc_tls)
     credentials = None
@@ -70,15 +72,18 @@ async def _start_grpc(running: RunningBroker, config: BrokerConfig) -> None:
     front = None
     if mode is TlsMode.PERMISSIVE:
         front = await GrpcFront.bind(config.host, config.grpc_port)
-        running.closers.append(front.close)
-        server = await serve_grpc(
-            running.broker,
-            BACKEND_HOST,
-            0,
-            advertised_host=None if config.host in ("", "0.0.0.0", "::", "[::]") else config.host,
-            advertised_port=front.port,
-            tls=credentials,
-        )
+        try:
+            server = await serve_grpc(
+                running.broker,
+                BACKEND_HOST,
+                0,
+                advertised_host=routed_host(config.host),
+                advertised_port=front.port,
+                tls=credentials,
+            )
+        except BaseException:
+            await front.close()
+            raise
     else:
         server = await serve_grpc(
             running.broker, config.host, config.grpc_port, tls=credentials, plaintext=mode is TlsMode.OFF
@@ -86,7 +91,7 @@ async def _start_grpc(running: RunningBroker, config: BrokerConfig) -> None:
 
     async def stop_grpc() -> None:
         if front is not None:
-            await front.close()  # no new connections first (closing twice is harmless)
+            await front.close()  # no new connections first
         await server.stop(grace=1.0)
 
     running.closers.append(stop_grpc)

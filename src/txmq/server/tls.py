@@ -10,34 +10,19 @@ restarts present the same certificate (a client that pinned it keeps working).
 from __future__ import annotations
 
 import datetime
-import enum
 import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from txmq.broker.config import TlsMode as TlsMode  # the mode is a broker setting
+from txmq.broker.config import check_key_pair_given
 from txmq.common import errors
+from txmq.common.ports import is_wildcard_host
 
 CERT_FILE = "broker.crt"
 KEY_FILE = "broker.key"
 SELF_SIGNED_DAYS = 3650
-
-
-class TlsMode(enum.Enum):
-    """What the gRPC port accepts."""
-
-    OFF = "off"  # plaintext (h2c) only
-    PERMISSIVE = "permissive"  # TLS and plaintext on the same port (the Apache proxy's default)
-    ON = "on"  # TLS only
-
-    @classmethod
-    def parse(cls, text: str) -> TlsMode:
-        try:
-            return cls(text.strip().lower())
-        except ValueError:
-            raise errors.InvalidArgument(
-                f"grpc TLS mode must be off, permissive or on, not {text!r}"
-            ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +34,7 @@ class KeyPair:
 def load_key_pair(cert_file: str, key_file: str, data_dir: Path, host: str) -> KeyPair:
     """The operator's certificate and key when both are given, else the kept self-signed pair (made on
     first use). One without the other is an error: a half-configured TLS must not fall back silently."""
-    if bool(cert_file) != bool(key_file):
-        raise errors.InvalidArgument("give both --tls-cert and --tls-key, or neither (a self-signed pair)")
+    check_key_pair_given(cert_file, key_file)
     if cert_file:
         try:
             return KeyPair(Path(cert_file).read_bytes(), Path(key_file).read_bytes())
@@ -84,7 +68,7 @@ def self_signed(host: str, *, now: datetime.datetime | None = None) -> KeyPair:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "txmq broker")])
     dns: list[x509.GeneralName] = [x509.DNSName("localhost")]
     ips = {ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")}
-    if host and host not in ("0.0.0.0", "::", "[::]"):
+    if not is_wildcard_host(host):
         try:
             ips.add(ipaddress.ip_address(host.strip("[]")))
         except ValueError:
