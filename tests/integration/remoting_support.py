@@ -5,17 +5,23 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import PYTHON, START_ATTEMPTS, OutputPump, free_port, port_taken, subprocess_env
+from txmq.broker.broker import Broker
+from txmq.broker.config import BrokerConfig
 from txmq.common import properties as props
 from txmq.protocol.remoting.codes import RequestCode
 from txmq.protocol.remoting.command import RemotingCommand
 from txmq.protocol.remoting.headers import SendMessageRequestHeaderV2
-from txmq.server.remoting_transport import RemotingEndpoint
+from txmq.server.remoting.context import RemotingContext
+from txmq.server.remoting.dispatch import make_handler
+from txmq.server.remoting_transport import RemotingEndpoint, RemotingServer, connect, serve
+from txmq.storage.api import FlushMode
+from txmq.storage.fs import FaultyFileSystem
 
 
 @dataclass(frozen=True)
@@ -105,3 +111,27 @@ async def send(
     return await endpoint.request(
         RequestCode.SEND_MESSAGE_V2, send_header(topic, properties or {}, **kw), body
     )
+
+
+@dataclass
+class Door:
+    """An in-process broker on a FaultyFileSystem (ASYNC flush) behind the real remoting transport."""
+
+    broker: Broker
+    fs: FaultyFileSystem
+    server: RemotingServer
+    client: RemotingEndpoint
+
+
+@contextlib.asynccontextmanager
+async def in_process_door() -> AsyncIterator[Door]:
+    fs = FaultyFileSystem()
+    broker = await Broker.open(BrokerConfig(data_dir="/data", flush=FlushMode.ASYNC), fs=fs)
+    server = await serve("127.0.0.1", 0, make_handler(RemotingContext(broker, "127.0.0.1:10911")))
+    client = await connect("127.0.0.1", server.port)
+    try:
+        yield Door(broker, fs, server, client)
+    finally:
+        await client.close()
+        await server.close()
+        await broker.close()

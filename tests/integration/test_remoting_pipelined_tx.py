@@ -7,13 +7,10 @@ from __future__ import annotations
 import asyncio
 import errno
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 
-from tests.integration.remoting_support import send_header
-from txmq.broker.broker import Broker
-from txmq.broker.config import BrokerConfig
+from tests.integration.remoting_support import Door, in_process_door, send_header
 from txmq.common import msgid
 from txmq.common import properties as props
 from txmq.protocol.remoting.codes import (
@@ -25,33 +22,14 @@ from txmq.protocol.remoting.codes import (
 )
 from txmq.protocol.remoting.command import RemotingCommand
 from txmq.protocol.remoting.headers import EndTransactionRequestHeader
-from txmq.server.remoting.context import RemotingContext
-from txmq.server.remoting.dispatch import make_handler
-from txmq.server.remoting_transport import RemotingEndpoint, RemotingServer, connect, serve
-from txmq.storage.api import FlushMode
-from txmq.storage.fs import FaultyFileSystem
 
 GROUP = "PG"
 
 
-@dataclass
-class Door:
-    broker: Broker
-    fs: FaultyFileSystem
-    server: RemotingServer
-    client: RemotingEndpoint
-
-
 @pytest.fixture
 async def door() -> AsyncIterator[Door]:
-    fs = FaultyFileSystem()
-    broker = await Broker.open(BrokerConfig(data_dir="/data", flush=FlushMode.ASYNC), fs=fs)
-    server = await serve("127.0.0.1", 0, make_handler(RemotingContext(broker, "127.0.0.1:10911")))
-    client = await connect("127.0.0.1", server.port)
-    yield Door(broker, fs, server, client)
-    await client.close()
-    await server.close()
-    await broker.close()
+    async with in_process_door() as made:
+        yield made
 
 
 def half_header(topic: str, uniq: str, keys: str = "") -> dict[str, str]:

@@ -5,33 +5,19 @@ CONSUMER_SEND_MSG_BACK and ``%RETRY%<group>``."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.integration.remoting_support import broker_process
+from tests.interop.node_support import NODE_DIR, node_with
 
-NODE_DIR = Path(__file__).parent / "node"
 pytestmark = pytest.mark.interop
 
 
 def _installed() -> Path:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed for the ali-ons interop test")
-    if not (NODE_DIR / "node_modules" / "ali-ons").is_dir():
-        done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund"],
-            cwd=NODE_DIR,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if done.returncode != 0:
-            pytest.skip(f"npm install ali-ons failed: {done.stderr[-500:]}")
-    return Path(node)
+    return node_with("ali-ons", "ali-ons")
 
 
 def test_ali_ons_produces_and_consumes(tmp_path: Path) -> None:

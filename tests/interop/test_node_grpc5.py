@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -21,27 +20,14 @@ from typing import Any
 import pytest
 
 from tests.integration.grpc_harness import BrokerProcess
+from tests.interop.node_support import NODE_DIR, node_with
 
-NODE_DIR = Path(__file__).parent / "node"
 PACKAGE = "rocketmq-client-nodejs"
 pytestmark = pytest.mark.interop
 
 
 def _installed() -> Path:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip(f"node and npm are needed for the {PACKAGE} interop test")
-    if not (NODE_DIR / "node_modules" / PACKAGE).is_dir():
-        done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund"],
-            cwd=NODE_DIR,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if done.returncode != 0:
-            pytest.skip(f"npm install {PACKAGE} failed: {done.stderr[-500:]}")
-    return Path(node)
+    return node_with(PACKAGE, PACKAGE)
 
 
 @pytest.fixture(scope="module")
