@@ -130,3 +130,30 @@ def test_a_side_gone_before_the_join_closes_the_other() -> None:
     backend.join(client)
     client.join(backend)
     assert client_transport.closed
+
+
+def test_when_both_directions_have_ended_both_sides_are_closed() -> None:
+    backend, backend_transport = _side()
+    client, client_transport = _side()
+    backend.join(client)
+    client.join(backend)
+    client.eof_received()  # the client is done sending
+    assert backend_transport.eof and not backend_transport.closed
+    backend.data_received(b"answer")  # a half-closed connection may still answer
+    assert client_transport.written == [b"answer"]
+    backend.eof_received()
+    assert client_transport.closed and backend_transport.closed
+
+
+def test_ends_seen_on_both_sides_before_the_join_close_both_once_joined() -> None:
+    backend, backend_transport = _side()
+    client, client_transport = _side()
+    client.data_received(b"PRI")
+    client.eof_received()
+    backend.data_received(b"SETTINGS")
+    backend.eof_received()
+    backend.join(client)
+    assert not client_transport.closed  # not before the other side has been joined and written
+    client.join(backend)
+    assert backend_transport.written == [b"PRI"] and client_transport.written == [b"SETTINGS"]
+    assert client_transport.closed and backend_transport.closed

@@ -97,7 +97,10 @@ spark_sink_retried_max: Final = 1_000  # re-sent rows one task attempt may repor
 
 # Back-pressure
 send_pending_bytes_max: Final = 256 * MiB
-connections_max: Final = 10_000  # remoting connections per broker; more are answered SYSTEM_BUSY and closed
+# client connections per door: remoting answers more with SYSTEM_BUSY and closes them; the gRPC port's
+# permissive TLS front closes more on accept (grpc itself has no such bound)
+connections_max: Final = 10_000
+grpc_front_first_bytes_s: Final = 30.0  # a gRPC front connection silent this long after accept is closed
 grpc_concurrent_rpcs_max: Final = 10_000  # gRPC calls in progress (long polls, Telemetry streams) at once
 
 

@@ -6,6 +6,11 @@ the client's first bytes, picks the backend from them (``backend_for``: a TLS ha
 with 0x16, an HTTP/2 connection preface with ``PRI``), connects to it and then relays bytes both ways
 unchanged, with back-pressure: a side whose write buffer fills pauses reading on the other. TLS itself
 is grpc's (in C); the front never decrypts anything.
+
+Bounds: at most ``connections_max`` client connections at once (more are closed on accept, as grpc
+would refuse nothing itself); a connection that sends nothing within ``limits.grpc_front_first_bytes_s``
+is closed (every HTTP/2 or TLS client speaks first); and what a client sends before its backend is
+connected is held up to ``_WRITE_HIGH`` bytes, then its reading pauses until the join.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import enum
 import logging
 import socket
 from typing import Final, cast
+
+from txmq.common import limits
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +52,8 @@ class _Relay(asyncio.Protocol):
         # what arrived before the other side was joined (a grpc server sends its SETTINGS frame as
         # soon as it accepts, possibly before ``create_connection`` has returned to the front)
         self._early: list[bytes] = []
+        self._early_bytes = 0
+        self._held = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's are not asyncio.Transport subclasses
@@ -54,6 +63,10 @@ class _Relay(asyncio.Protocol):
         peer = self.peer
         if peer is None:
             self._early.append(data)
+            self._early_bytes += len(data)
+            if self._early_bytes > _WRITE_HIGH and self.transport is not None and not self._held:
+                self._held = True  # hold no more until the other side is joined
+                self.transport.pause_reading()
         elif peer.transport is not None:
             peer.transport.write(data)
 
@@ -62,18 +75,32 @@ class _Relay(asyncio.Protocol):
         peer = self.peer
         if peer is not None and peer.transport is not None and peer.transport.can_write_eof():
             peer.transport.write_eof()
+        self._close_if_done()
         return True  # keep the other direction open (a half-closed connection may still answer)
+
+    def _close_if_done(self) -> None:
+        """Both directions ended: close both sides (a transport kept open after its end is never closed
+        by asyncio, so without this every relayed connection would stay open forever)."""
+        peer = self.peer
+        if peer is not None and peer.peer is self and self.eof and peer.eof:
+            for side in (self, peer):
+                if side.transport is not None:
+                    side.transport.close()  # after what is buffered has been written
 
     def join(self, peer: _Relay) -> None:
         """Relay to ``peer`` from now on, starting with what arrived before (and an end seen then)."""
         self.peer = peer
-        early, self._early = self._early, []
+        early, self._early, self._early_bytes = self._early, [], 0
         if peer.transport is None:
             return
         if early:
             peer.transport.write(b"".join(early))
+        if self._held and self.transport is not None:
+            self._held = False
+            self.transport.resume_reading()
         if self.eof and peer.transport.can_write_eof():
             peer.transport.write_eof()
+        self._close_if_done()
         if self.transport is None:  # this side is already gone: so is the relayed connection
             peer.transport.close()
 
@@ -101,10 +128,41 @@ class _Accepted(_Relay):
         super().__init__()
         self._front = front
         self._task: asyncio.Task[None] | None = None
+        self._silence: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        front = self._front
+        if len(front.accepted) >= front.connections_max:
+            front.refused += 1
+            if front.refused == 1 or front.refused % 1000 == 0:
+                log.warning(
+                    "gRPC front: %d connections open, the most allowed; refused %d so far",
+                    len(front.accepted),
+                    front.refused,
+                )
+            cast(asyncio.Transport, transport).abort()
+            return
+        front.accepted.add(self)
+        self._silence = asyncio.get_running_loop().call_later(limits.grpc_front_first_bytes_s, self._silent)
+
+    def _silent(self) -> None:
+        if self.transport is not None:
+            log.info("gRPC front: closed a connection silent for %s s", limits.grpc_front_first_bytes_s)
+            self.transport.abort()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._front.accepted.discard(self)
+        if self._silence is not None:
+            self._silence.cancel()
+        super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         if self._task is None and data:
+            if self._silence is not None:
+                self._silence.cancel()
+                self._silence = None
             self._task = asyncio.get_running_loop().create_task(self._connect(backend_for(data)))
             self._front.connecting.add(self._task)
             self._task.add_done_callback(self._front.connecting.discard)
@@ -130,13 +188,16 @@ class GrpcFront:
     """The public listener of a permissive gRPC port. ``bind`` first (so a taken port fails before the
     backends start), then ``route`` to the backends' ports, then ``close`` at shutdown."""
 
-    def __init__(self, server: asyncio.Server) -> None:
+    def __init__(self, server: asyncio.Server, connections_max: int) -> None:
         self._server = server
         self._ports: dict[Backend, int] = {}
         self.connecting: set[asyncio.Task[None]] = set()
+        self.connections_max = connections_max
+        self.accepted: set[_Accepted] = set()  # client connections open now
+        self.refused = 0  # connections closed on accept because ``connections_max`` were open
 
     @classmethod
-    async def bind(cls, host: str, port: int) -> GrpcFront:
+    async def bind(cls, host: str, port: int, *, connections_max: int = limits.connections_max) -> GrpcFront:
         loop = asyncio.get_running_loop()
         front: GrpcFront | None = None
 
@@ -145,7 +206,7 @@ class GrpcFront:
             return _Accepted(front)
 
         server = await loop.create_server(accepted, host, port, reuse_address=True, start_serving=False)
-        front = cls(server)
+        front = cls(server, connections_max)
         return front
 
     @property

@@ -71,7 +71,7 @@ async def _start_grpc(running: RunningBroker, config: BrokerConfig) -> None:
         credentials = grpc.ssl_server_credentials([(pair.private_key_pem, pair.certificate_pem)])
     front = None
     if mode is TlsMode.PERMISSIVE:
-        front = await GrpcFront.bind(config.host, config.grpc_port)
+        front = await GrpcFront.bind(config.host, config.grpc_port, connections_max=config.connections_max)
         try:
             server = await serve_grpc(
                 running.broker,
