@@ -135,6 +135,7 @@ class Broker:
                 flush_mode=config.flush,
                 flush_interval_ms=config.flush_interval_ms,
                 segment_bytes=config.segment_bytes,
+                prealloc_bytes=config.prealloc_bytes,
                 retention_ms=config.retention_ms,
                 store_host=f"{config.host}:{config.remoting_port}",
             ),

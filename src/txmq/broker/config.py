@@ -61,6 +61,7 @@ class BrokerConfig:
     flush: FlushMode = FlushMode.SYNC
     flush_interval_ms: int = 500
     segment_bytes: int = limits.segment_bytes_default
+    prealloc_bytes: int = limits.prealloc_bytes_default  # SYNC: zeros fsynced ahead of appends (0: off)
     retention_ms: int = 72 * 3_600_000
     transaction_timeout_ms: int = limits.transaction_timeout_ms_default
     transaction_check_interval_ms: int = limits.transaction_check_interval_ms_default
@@ -85,6 +86,10 @@ class BrokerConfig:
             raise errors.InvalidArgument("transaction timeout must be >= 0 and the check interval > 0")
         if self.segment_bytes < limits.segment_bytes_min:
             raise errors.InvalidArgument(f"segment size must be at least {limits.segment_bytes_min} bytes")
+        if self.prealloc_bytes < 0:
+            raise errors.InvalidArgument(
+                f"preallocation must be 0 (off) or more bytes, got {self.prealloc_bytes}"
+            )
         if self.connections_max < 1 or self.grpc_concurrent_rpcs_max < 1:
             raise errors.InvalidArgument("connections_max and grpc_concurrent_rpcs_max must be at least 1")
         TlsMode.parse(self.grpc_tls)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
 from txmq.cli.common import duration_ms, fail
+
+T = TypeVar("T")
 
 
 def register(app: typer.Typer) -> None:
@@ -16,6 +18,7 @@ def register(app: typer.Typer) -> None:
 
 
 def broker(
+    ctx: typer.Context,
     data_dir: Annotated[
         str, typer.Option("--data-dir", help="where the store and metadata live")
     ] = "./txmq-data",
@@ -35,6 +38,14 @@ def broker(
     segment_size: Annotated[int, typer.Option("--segment-size", help="CommitLog segment bytes")] = 1024
     * 1024
     * 1024,
+    prealloc: Annotated[
+        int | None,
+        typer.Option(
+            "--prealloc-bytes",
+            help="sync flush: CommitLog bytes zero-filled and fsynced ahead of appends, so an fsync "
+            "journals no file growth (default 1 MiB; 0: off)",
+        ),
+    ] = None,
     transaction_timeout: Annotated[str, typer.Option("--transaction-timeout")] = "6s",
     transaction_check_interval: Annotated[str, typer.Option("--transaction-check-interval")] = "30s",
     transaction_check_max: Annotated[int, typer.Option("--transaction-check-max")] = 15,
@@ -68,34 +79,47 @@ def broker(
     if flush not in ("sync", "async"):
         fail("--flush must be sync or async")
     base = BrokerConfig(**load_config_file(config)) if config else BrokerConfig()
+
+    def given(param: str) -> bool:
+        """An option's value counts over the config file's only when it was given on the command line
+        (without a file the defaults are the same either way)."""
+        source = ctx.get_parameter_source(param)  # click's ParameterSource (typer may vendor click)
+        return config is None or (source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"))
+
+    def pick(param: str, value: T) -> T | None:
+        return value if given(param) else None
+
+    def pick_ms(param: str, text: str) -> int | None:
+        return duration_ms(text, "--" + param.replace("_", "-")) if given(param) else None
+
     try:
         settings = base.with_overrides(
-            data_dir=data_dir,
-            host=host,
-            grpc_port=port,
-            remoting_port=remoting_port,
-            namesrv_port=namesrv_port,
-            namesrv_addr=namesrv_addr,
-            run_namesrv=namesrv_addr is None,
-            broker_name=broker_name,
-            flush=FlushMode(flush),
-            flush_interval_ms=duration_ms(flush_interval, "--flush-interval"),
-            segment_bytes=segment_size,
-            transaction_timeout_ms=duration_ms(transaction_timeout, "--transaction-timeout"),
-            transaction_check_interval_ms=duration_ms(
-                transaction_check_interval, "--transaction-check-interval"
-            ),
-            transaction_check_max=transaction_check_max,
+            data_dir=pick("data_dir", data_dir),
+            host=pick("host", host),
+            grpc_port=pick("port", port),
+            remoting_port=pick("remoting_port", remoting_port),
+            namesrv_port=pick("namesrv_port", namesrv_port),
+            namesrv_addr=pick("namesrv_addr", namesrv_addr),
+            broker_name=pick("broker_name", broker_name),
+            flush=FlushMode(flush) if given("flush") else None,
+            flush_interval_ms=pick_ms("flush_interval", flush_interval),
+            segment_bytes=pick("segment_size", segment_size),
+            prealloc_bytes=prealloc,
+            transaction_timeout_ms=pick_ms("transaction_timeout", transaction_timeout),
+            transaction_check_interval_ms=pick_ms("transaction_check_interval", transaction_check_interval),
+            transaction_check_max=pick("transaction_check_max", transaction_check_max),
             delay_levels=delay_levels or base.delay_levels or DEFAULT_DELAY_LEVELS,
-            delay_ms_max=duration_ms(delay_max, "--delay-max"),
-            default_queues=default_queues,
-            max_delivery_attempts=max_delivery_attempts,
-            auto_create_topics=not no_auto_create_topics,
+            delay_ms_max=pick_ms("delay_max", delay_max),
+            default_queues=pick("default_queues", default_queues),
+            max_delivery_attempts=pick("max_delivery_attempts", max_delivery_attempts),
+            auto_create_topics=False if no_auto_create_topics else None,
             grpc_tls=grpc_tls,
             tls_cert_file=tls_cert,
             tls_key_file=tls_key,
-        ).validate()
-        run(settings)
+        )
+        # an external name server, from either source, replaces the embedded one
+        settings = settings.with_overrides(run_namesrv=settings.run_namesrv and settings.namesrv_addr is None)
+        run(settings.validate())
     except errors.TxmqError as exc:
         fail(exc.message)
     except OSError as exc:

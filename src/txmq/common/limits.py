@@ -56,6 +56,8 @@ delay_ms_max_default: Final = 3 * 86_400_000  # 3 days, RocketMQ 5 timerMaxDelay
 record_bytes_max: Final = body_bytes_max + properties_bytes_max + 64 * KiB
 segment_bytes_default: Final = 1024 * MiB
 segment_bytes_min: Final = 4 * KiB
+# zero-filled, fsynced CommitLog space kept ready after the data in SYNC mode (0: files grow by appends)
+prealloc_bytes_default: Final = 1 * MiB
 index_entries_per_file: Final = 65_536  # key index file; only the newest (unsealed) one is held in a dict
 consume_queue_unit_bytes: Final = 20
 consume_queue_units_per_file_default: Final = 300_000

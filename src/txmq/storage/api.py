@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
+from txmq.common import limits
 from txmq.common.fastinit import slot_init
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ class StoreConfig:
     store_host: str = "127.0.0.1:10911"
     # zero-filled, fsynced space kept ready after the CommitLog's data, so an append's fdatasync has no
     # file-size change to journal (SYNC mode; prepared off the append path; 0: files grow by appends)
-    prealloc_bytes: int = 1024 * 1024
+    prealloc_bytes: int = limits.prealloc_bytes_default
 
 
 @dataclass(frozen=True, slots=True)
