@@ -240,7 +240,7 @@ def test_a_full_disk_while_preparing_stops_preparing_and_the_store_keeps_serving
         store.put_nowait(_req(i))
     store.flush()
     assert not store.fenced
-    assert store._log.prealloc_bytes == 0, "no more preparing on a full disk"
+    assert store._log.prepare_due() is None, "no more preparing this segment on a full disk"
     assert fs.space_left == 7000 - 20 * 20, "what the failed step took was given back (20 units used)"
     acked = 20
     failure: DiskFull | None = None
@@ -261,6 +261,27 @@ def test_a_full_disk_while_preparing_stops_preparing_and_the_store_keeps_serving
     fs.lose_unfsynced()
     reopened = MessageStore.open(_config(), fs=fs, clock=FakeClock())
     assert _bodies(reopened) == [_req(i).body for i in [*range(acked), acked + 1]]
+
+
+def test_the_segment_after_a_full_disk_is_prepared_again() -> None:
+    fs = FaultyFileSystem()
+    store = MessageStore.open(_config(), fs=fs, clock=FakeClock())
+    fs.set_space_left(7000)
+    for i in range(20):
+        store.put_nowait(_req(i))
+    store.flush()
+    assert store._log.prepare_due() is None
+    fs.set_space_left(None)  # room again (an operator freed space)
+    count = 20
+    while len(_segments(fs)) < 2:  # fill the first segment until the log rolls to a new one
+        store.put_nowait(_req(count))
+        store.flush()
+        count += 1
+    newest = max(_segments(fs))
+    assert len(fs.read_file(newest)) >= 4096, "the new segment was prepared ahead"
+    assert not store.fenced
+    reopened = MessageStore.open(_config(), fs=fs, clock=FakeClock())
+    assert _bodies(reopened) == [_req(i).body for i in range(count)]
 
 
 @pytest.mark.parametrize(

@@ -115,6 +115,7 @@ class CommitLog:
         self.on_written: Callable[[], None] | None = None
         self.on_write_failed: Callable[[Exception], None] | None = None
         self.prealloc_bytes = 0  # zero-filled space kept ready after the data (0: files grow by appends)
+        self._prealloc_stopped: SegmentFile | None = None  # a full disk stopped preparing this segment
 
     # -- preallocation
     def prepare_due(self) -> tuple[SegmentFile, int] | None:
@@ -125,6 +126,8 @@ class CommitLog:
         if step <= 0 or segment is None or self.fence_reason is not None:
             return None
         handle = segment.handle
+        if handle is self._prealloc_stopped:
+            return None
         prepared = handle.prepared()
         used = self.write_offset - segment.base
         if prepared >= self.segment_bytes or prepared - used >= step // 2:
@@ -133,10 +136,11 @@ class CommitLog:
         return handle, target
 
     def prepare_failed(self, handle: SegmentFile, exc: OSError) -> None:
-        """Zero-filling ahead failed: on a full disk stop preparing (appends grow the files, as
-        without preallocation); any other error (a failed fsync) fences the store."""
+        """Zero-filling ahead failed: on a full disk stop preparing this segment (appends grow its
+        file, as without preallocation; the next segment, made once there is room, tries again); any
+        other error (a failed fsync) fences the store."""
         if exc.errno == errno.ENOSPC:
-            self.prealloc_bytes = 0
+            self._prealloc_stopped = handle
             return
         self.fence(f"preparing {handle.path} ahead failed: {exc}")
 
