@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
 
 from txmq.common.errors import TxmqError
 from txmq.storage.api import StoreConfig
+from txmq.storage.dirlock import StoreLock
 from txmq.storage.fs import OsFileSystem
 from txmq.storage.store import MessageStore
 from txmq.storage.verify import VerifyReport, repair_store, verify_store
@@ -31,6 +34,20 @@ def _require_dir(data_dir: str) -> None:
     if not os.path.isdir(os.path.join(data_dir, "commitlog")):
         typer.echo(f"error: {data_dir} has no commitlog directory; is it a txmq data directory?", err=True)
         raise typer.Exit(2)
+
+
+@contextlib.contextmanager
+def _locked(data_dir: str) -> Iterator[None]:
+    """The store's lock for the command's duration: a running broker makes it fail in one line."""
+    try:
+        lock = StoreLock.acquire(data_dir)
+    except TxmqError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _print_report(report: VerifyReport) -> None:
@@ -56,7 +73,8 @@ def verify(data_dir: DataDir, as_json: Annotated[bool, typer.Option("--json")] =
     """Walk every record of every segment and check every CRC; exit 1 on any problem."""
     _require_dir(data_dir)
     try:
-        report = verify_store(OsFileSystem(), data_dir, segment_bytes)
+        with _locked(data_dir):
+            report = verify_store(OsFileSystem(), data_dir, segment_bytes)
     except TxmqError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(2) from None
@@ -75,6 +93,11 @@ def repair(
 ) -> None:
     """Cut a torn tail; quarantine mid-log corruption (and truncate there with --yes); rebuild indexes."""
     _require_dir(data_dir)
+    with _locked(data_dir):
+        _repair(data_dir, yes, segment_bytes)
+
+
+def _repair(data_dir: str, yes: bool, segment_bytes: int | None) -> None:
     fs = OsFileSystem()
     try:
         result = repair_store(fs, data_dir, confirm=yes, segment_bytes=segment_bytes)

@@ -115,6 +115,9 @@ class GroupCommit:
         # cancels the future it awaits, which must not fail the rest of its group.
         self._taken: deque[tuple[int, _Group]] = deque()  # (target offset, waiters)
         self._open: _Group | None = None  # appends still in the CommitLog's buffer
+        # the open group's one future for waiters that never await it (``waiter(shared=True)``: done
+        # callbacks only, so nothing can cancel it), kept with the group it belongs to
+        self._shared: tuple[_Group, asyncio.Future[None]] | None = None
         self.wake = asyncio.Event()  # set when a group opens and no loop flushes automatically
         # SYNC mode, once start_auto ran: the loop that flushes, whether a flush step is scheduled or
         # running (a later group waits for it), the fsync running in a thread, fsync time average.
@@ -138,9 +141,10 @@ class GroupCommit:
         log.on_written = self._written
         log.on_write_failed = self._write_failed
 
-    def waiter(self, end_offset: int) -> asyncio.Future[None] | Done:
+    def waiter(self, end_offset: int, shared: bool = False) -> asyncio.Future[None] | Done:
         """An awaitable completed once ``end_offset`` is durable (ASYNC: written), needing a running
-        loop if it is not yet."""
+        loop if it is not yet. ``shared``: the caller only adds done callbacks (never awaits it, so
+        never cancels it): every such waiter of the open group gets the group's one future."""
         if end_offset <= self.flushed_offset:
             return DONE
         if self.ack_on_write and end_offset <= self.log.written_offset:
@@ -162,6 +166,14 @@ class GroupCommit:
                 self._flushing = True
                 self._loop.call_soon(self._flush_step)
         self._group_appends += 1
+        if shared:
+            pair = self._shared
+            if pair is not None and pair[0] is self._open:
+                return pair[1]
+            future = loop.create_future()
+            self._open.append(future)
+            self._shared = (self._open, future)
+            return future
         future = loop.create_future()
         self._open.append(future)
         return future

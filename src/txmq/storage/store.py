@@ -301,14 +301,16 @@ class MessageStore:
         return results, self._durable(last.physical_offset + last.size)
 
     def put_records_nowait(
-        self, topic: str, records: Sequence[codec.RecordFields]
+        self, topic: str, records: Sequence[codec.RecordFields], shared: bool = False
     ) -> tuple[list[AppendResult], Awaitable[None]]:
-        """:meth:`put_records_columns` answered with one :class:`AppendResult` per record."""
-        appended, durable = self.put_records_columns(topic, records)
+        """:meth:`put_records_columns` answered with one :class:`AppendResult` per record.
+        ``shared``: the caller only adds done callbacks to the awaitable, never awaits it (see
+        :meth:`GroupCommit.waiter`); a one-record append then shares its group's future."""
+        appended, durable = self.put_records_columns(topic, records, shared)
         return appended.results(), durable
 
     def put_records_columns(
-        self, topic: str, records: Sequence[codec.RecordFields]
+        self, topic: str, records: Sequence[codec.RecordFields], shared: bool = False
     ) -> tuple[BatchAppend, Awaitable[None]]:
         """:meth:`put_nowait` (one record) or :meth:`put_batch_nowait` (several, atomic) for a writer
         that built the record fields itself (the broker's send lane): the same checks, without a
@@ -328,7 +330,7 @@ class MessageStore:
                 result.store_timestamp_ms,
             )
             appended: BatchAppend = _new_tuple(BatchAppend, columns_one)
-            return appended, self._durable(result.physical_offset + result.size)
+            return appended, self._durable(result.physical_offset + result.size, shared)
         return self.put_columns(topic, codec.columns(records))
 
     def put_columns(self, topic: str, columns: codec.Columns) -> tuple[BatchAppend, Awaitable[None]]:
@@ -348,7 +350,7 @@ class MessageStore:
         appended = self._log.append_columns(topic, columns)
         return appended, self._durable(appended.physical_offsets[-1] + appended.sizes[-1])
 
-    def _durable(self, end_offset: int) -> Awaitable[None]:
+    def _durable(self, end_offset: int, shared: bool = False) -> Awaitable[None]:
         if self.inline_flush:
             self.flush()  # raises StoreFenced (and fences) if the fsync fails: the append is not acked
             return DONE
@@ -362,7 +364,7 @@ class MessageStore:
             return _DurableLater(self._commit, end_offset)
         # SYNC: after the group's fsync; ASYNC: after the group's write at the end of this loop turn
         # (dispatched first, so an acknowledged record is visible), fsynced every flush interval.
-        return self._commit.waiter(end_offset)
+        return self._commit.waiter(end_offset, shared)
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         self._dispatcher.listeners.append(listener)
