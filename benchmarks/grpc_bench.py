@@ -416,7 +416,7 @@ async def run(args: argparse.Namespace) -> None:
         extra = args.txmq_args.split()
         targets.append(Target("txmq", *stack.enter_context(txmq_broker(args.flush, extra=extra))))
         if args.baseline_src:
-            base = stack.enter_context(txmq_broker(args.flush, args.baseline_src))
+            base = stack.enter_context(txmq_broker(args.flush, args.baseline_src, extra=extra))
             targets.append(Target("txmq-base", *base))
         for target in targets:
             await target.open()
@@ -491,7 +491,7 @@ def main() -> None:
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop", help="bare server's loop")
     parser.add_argument("--flush", choices=("sync", "async"), default="sync", help="txmq's flush mode")
     parser.add_argument(
-        "--txmq-args", default="", help="extra `txmq broker` flags, this checkout ('--grpc-tls off')"
+        "--txmq-args", default="", help="extra `txmq broker` flags, both checkouts ('--grpc-tls off')"
     )
     parser.add_argument(
         "--baseline-src", default="", help="also run txmq-base: `txmq broker` from this src directory"

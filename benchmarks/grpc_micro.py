@@ -5,6 +5,9 @@ the best of ``--repeat`` timed loops (µs per message; 1 KB bodies), which survi
 noise far better than the end-to-end ``grpc_bench.py``:
 
 * ``to_lean``: ``convert.to_lean`` over a parsed 100-message SendMessageRequest;
+* ``parse+to_lean``: the same from the request's bytes (``SendMessageRequest.FromString`` first), and
+  ``send_lane``: ``wire.send_lane`` from the same bytes (where the checkout has it: what the door runs
+  since, compiled);
 * ``send reply``: the SendMessage reply for 100 results, serialized (``wire.send_reply`` where the
   checkout has it, else the protobuf reply the door filled before);
 * ``read_queue``: ``MessageStore.read_queue`` of 256 stored records (the read every receive does);
@@ -45,7 +48,7 @@ def best(fn: Callable[[], int], loops: int, repeat: int) -> float:
     return result
 
 
-def _request() -> Any:
+def _request_bytes() -> bytes:
     messages = []
     for i in range(100):
         message = pb.Message(body=BODY)
@@ -55,7 +58,7 @@ def _request() -> Any:
         sysp.body_encoding, sysp.message_type = pb.Encoding.IDENTITY, pb.MessageType.NORMAL
         convert.set_timestamp(sysp.born_timestamp, 1_800_000_000_000)
         messages.append(message)
-    return S.SendMessageRequest.FromString(S.SendMessageRequest(messages=messages).SerializeToString())
+    return bytes(S.SendMessageRequest(messages=messages).SerializeToString())
 
 
 def _reply(results: list[Any]) -> bytes:
@@ -84,9 +87,19 @@ def _sync(coro: Any) -> Any:
 
 async def run(args: argparse.Namespace) -> None:
     loops, repeat = args.loops, args.repeat
-    request = _request()
+    data = _request_bytes()
+    request = S.SendMessageRequest.FromString(data)
     lean = best(lambda: len(convert.to_lean(request.messages)[1]), loops, repeat)
     print(f"to_lean            {lean:6.2f} us/msg")
+    parsed = best(
+        lambda: len(convert.to_lean(S.SendMessageRequest.FromString(data).messages)[1]), loops, repeat
+    )
+    print(f"parse+to_lean      {parsed:6.2f} us/msg")
+    from txmq.protocol.grpc import wire
+
+    send_lane = getattr(wire, "send_lane", None)
+    if send_lane is not None:
+        print(f"send_lane          {best(lambda: len(send_lane(data)[1]), loops, repeat):6.2f} us/msg")
     with tempfile.TemporaryDirectory() as tmp:
         broker = await Broker.open(BrokerConfig(data_dir=tmp, flush=FlushMode.ASYNC), clock=SystemClock())
         ctx = SendContext(born_host="127.0.0.1", client_id="micro")

@@ -33,7 +33,7 @@ def channel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[grpc.Channel]:
         target.stop()
 
 
-@pytest.mark.parametrize("name", ["QueryRoute", "ReceiveMessage", "Telemetry"])
+@pytest.mark.parametrize("name", ["QueryRoute", "SendMessage", "ReceiveMessage", "Telemetry"])
 def test_regression_undecodable_request_answers_bad_request_not_unknown(
     channel: grpc.Channel, name: str
 ) -> None:

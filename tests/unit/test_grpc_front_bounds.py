@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,7 @@ from txmq.common import limits
 from txmq.server.grpc_front import _WRITE_HIGH, GrpcFront, _Relay
 
 
-async def _echo_backend() -> tuple[asyncio.Server, int]:
+async def _echo_backend(unix_path: str | None = None) -> tuple[asyncio.Server, int | str]:
     async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while data := await reader.read(65536):
@@ -25,6 +26,8 @@ async def _echo_backend() -> tuple[asyncio.Server, int]:
         finally:
             writer.close()
 
+    if unix_path is not None:
+        return await asyncio.start_unix_server(echo, unix_path), unix_path
     server = await asyncio.start_server(echo, "127.0.0.1", 0)
     return server, server.sockets[0].getsockname()[1]
 
@@ -55,8 +58,8 @@ class _Clients:
 
 
 @contextlib.asynccontextmanager
-async def _front(connections_max: int) -> AsyncIterator[_Clients]:
-    backend, port = await _echo_backend()
+async def _front(connections_max: int, unix_path: str | None = None) -> AsyncIterator[_Clients]:
+    backend, port = await _echo_backend(unix_path)
     front = await GrpcFront.bind("127.0.0.1", 0, connections_max=connections_max)
     await front.route(port, port)
     clients = _Clients(front)
@@ -67,6 +70,14 @@ async def _front(connections_max: int) -> AsyncIterator[_Clients]:
         await front.close()
         backend.close()
         await backend.wait_closed()
+
+
+async def test_the_front_relays_to_a_unix_socket_backend(tmp_path: Path) -> None:
+    """The broker's permissive backends listen on Unix sockets: a route given paths relays there."""
+    async with _front(connections_max=4, unix_path=str(tmp_path / "backend.sock")) as clients:
+        reader, writer = await clients.round_trip()
+        writer.write(b"more")
+        assert await asyncio.wait_for(reader.readexactly(4), 30) == b"more"
 
 
 async def _until(condition: Callable[[], bool]) -> None:

@@ -1,7 +1,9 @@
 """One public gRPC port for TLS and plaintext clients alike (the Apache proxy's "permissive" TLS mode).
 
 grpc serves one kind of connection per port. In permissive mode the broker's gRPC server listens on two
-loopback ports, a plaintext one and a TLS one, and this front accepts on the public port. It waits for
+local backends, a plaintext one and a TLS one (Unix sockets in the abstract namespace: a relayed byte
+costs the kernel about half of a loopback TCP hop; loopback ports work too), and this front accepts on
+the public port. It waits for
 the client's first bytes, picks the backend from them (``backend_for``: a TLS handshake record starts
 with 0x16, an HTTP/2 connection preface with ``PRI``), connects to it and then relays bytes both ways
 unchanged, with back-pressure: a side whose write buffer fills pauses reading on the other. TLS itself
@@ -169,8 +171,12 @@ class _Accepted(_Relay):
 
     async def _connect(self, backend: Backend) -> None:
         loop = asyncio.get_running_loop()
+        where = self._front.port_of(backend)
         try:
-            _, upstream = await loop.create_connection(_Relay, BACKEND_HOST, self._front.port_of(backend))
+            if isinstance(where, str):  # a Unix socket (the broker's backends): half the kernel work
+                _, upstream = await loop.create_unix_connection(_Relay, sock=await _unix_socket(where))
+            else:
+                _, upstream = await loop.create_connection(_Relay, BACKEND_HOST, where)
         except OSError as exc:
             log.warning("gRPC front: cannot reach the %s backend: %s", backend.value, exc)
             if self.transport is not None:
@@ -184,13 +190,26 @@ class _Accepted(_Relay):
         self.join(upstream)
 
 
+async def _unix_socket(address: str) -> socket.socket:
+    """A connected Unix socket; ``address`` a path or, NUL first, an abstract name (uvloop's
+    ``create_unix_connection`` takes only paths, so the socket is connected here)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        await asyncio.get_running_loop().sock_connect(sock, address)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 class GrpcFront:
     """The public listener of a permissive gRPC port. ``bind`` first (so a taken port fails before the
     backends start), then ``route`` to the backends' ports, then ``close`` at shutdown."""
 
     def __init__(self, server: asyncio.Server, connections_max: int) -> None:
         self._server = server
-        self._ports: dict[Backend, int] = {}
+        self._ports: dict[Backend, int | str] = {}
         self.connecting: set[asyncio.Task[None]] = set()
         self.connections_max = connections_max
         self.accepted: set[_Accepted] = set()  # client connections open now
@@ -214,11 +233,12 @@ class GrpcFront:
         sock: socket.socket = self._server.sockets[0]
         return int(sock.getsockname()[1])
 
-    def port_of(self, backend: Backend) -> int:
+    def port_of(self, backend: Backend) -> int | str:
         return self._ports[backend]
 
-    async def route(self, plaintext_port: int, tls_port: int) -> None:
-        """Start accepting, relaying to these loopback ports."""
+    async def route(self, plaintext_port: int | str, tls_port: int | str) -> None:
+        """Start accepting, relaying to these loopback ports (an ``int``) or Unix socket addresses (a
+        ``str``: a path, or NUL first an abstract name)."""
         self._ports = {Backend.PLAINTEXT: plaintext_port, Backend.TLS: tls_port}
         await self._server.start_serving()
 

@@ -19,20 +19,21 @@ import grpc
 from txmq.broker.broker import Broker, OffsetPolicy
 from txmq.broker.send import SendContext
 from txmq.broker.topics import TopicConfig
-from txmq.common import errors, limits
-from txmq.common.message import Message, MessageView
+from txmq.common import errors, limits, names
+from txmq.common.message import LeanMessage, Message, MessageView
 from txmq.common.ports import is_wildcard_host
 from txmq.protocol.grpc import convert, pb, routes, wire
 from txmq.protocol.grpc.status import status_of
 from txmq.server import grpc_telemetry
 from txmq.server.admin_grpc import admin_handler
-from txmq.server.grpc_decode import messaging_handler
+from txmq.server.grpc_decode import Malformed, messaging_handler, parse_send
 from txmq.storage.api import ReadStatus
 
 log = logging.getLogger(__name__)
 CLIENT_ID_HEADER = "x-mq-client-id"
 DEFAULT_INVISIBLE_MS = 30_000  # PushConsumer sends auto_renew and no invisible duration
 DEFAULT_BATCH_SIZE = 32
+LOOPBACK_HOST = "127.0.0.1"
 DEADLINE_MARGIN_MS = 500  # answer a long poll this long before the client's deadline
 S = pb.service
 _NOT_FOUND = convert.status(errors.MESSAGE_NOT_FOUND, "no new message")
@@ -72,8 +73,10 @@ def client_id_of(context: Any, *, required: bool = True) -> str:
 
 
 def _peer_host(context: Any) -> str:
-    peer = str(context.peer() or "")  # "ipv4:127.0.0.1:5555" / "ipv6:[::1]:5555"
-    _, _, rest = peer.partition(":")
+    peer = str(context.peer() or "")  # "ipv4:127.0.0.1:5555" / "ipv6:[::1]:5555" / "unix:/path"
+    kind, _, rest = peer.partition(":")
+    if kind == "unix":  # relayed by a GrpcFront: the client's address is not known here
+        return LOOPBACK_HOST
     return rest.rpartition(":")[0].strip("[]")
 
 
@@ -91,6 +94,14 @@ def _expression(filter_expression: Any) -> str:
     if filter_expression.type == pb.FilterType.SQL:
         raise errors.Unsupported("SQL92 filter expressions are not supported; use a tag expression (a || b)")
     return str(filter_expression.expression or "*")
+
+
+def _client_topic(name: str) -> str:
+    """A topic a RocketMQ 5 client may route, be assigned or pull from: as the Apache proxy, never a
+    system topic (RMQ_SYS_TRANS_HALF_TOPIC would hand out uncommitted transactional messages)."""
+    if names.is_system_topic(name):
+        raise errors.InvalidTopic(f"cannot access system topic {name}")
+    return name
 
 
 def _topic_route(config: TopicConfig) -> routes.TopicRoute:
@@ -119,7 +130,7 @@ class MessagingServicer:
     # ---- routes and clients ------------------------------------------------------------------
     @_unary(S.QueryRouteResponse)
     async def QueryRoute(self, request: Any, context: Any) -> Any:
-        topic = _topic_route(self.broker.route(request.topic.name))
+        topic = _topic_route(self.broker.route(_client_topic(request.topic.name)))
         queues = routes.route(topic, self.broker.config.broker_name, self._where(request.endpoints))
         return S.QueryRouteResponse(status=convert.OK_STATUS, message_queues=queues)
 
@@ -155,7 +166,7 @@ class MessagingServicer:
 
     @_unary(S.QueryAssignmentResponse)
     async def QueryAssignment(self, request: Any, context: Any) -> Any:
-        topic = _topic_route(self.broker.route(request.topic.name))
+        topic = _topic_route(self.broker.route(_client_topic(request.topic.name)))
         queues = self.broker.query_assignment(request.topic.name, request.group.name)
         found = routes.assignments(topic, queues, self._where(request.endpoints))
         return S.QueryAssignmentResponse(status=convert.OK_STATUS, assignments=found)
@@ -163,6 +174,14 @@ class MessagingServicer:
     # ---- producing ---------------------------------------------------------------------------
     @_unary(S.SendMessageResponse)
     async def SendMessage(self, request: Any, context: Any) -> Any:
+        """``request``: its bytes (grpc_decode.RAW_REQUEST) or a parsed SendMessageRequest."""
+        if request.__class__ is bytes:
+            decoded = wire.send_lane(request)  # the common request, without protobuf objects
+            if decoded is not None:
+                return await self._send_lane(*decoded, context)
+            request = parse_send(request)  # anything else: as before (or BAD_REQUEST)
+            if isinstance(request, Malformed):
+                raise errors.InvalidArgument(request.reason)
         if not request.messages:
             raise errors.InvalidArgument("a send request must carry at least one message")
         born_host = request.messages[0].system_properties.born_host or _peer_host(context)
@@ -171,24 +190,30 @@ class MessagingServicer:
         try:
             lane = convert.to_lean(request.messages)
             if lane is not None:
-                topic, lean = lane
-                if len(lean) > 1:  # answered from the batch's columns: no SendResult per message
-                    sent = await self.broker.send_lean_batch(topic, lean, ctx)
-                    return wire.lane_reply(sent.message_ids, sent.queue_offsets)
-                results = await self.broker.send_lean(topic, lean, ctx)
-            else:
-                messages = [convert.to_message(m) for m in request.messages]
-                results = await self.broker.send(messages, ctx)
+                return await self._send_lean(lane[0], lane[1], ctx)
+            messages = [convert.to_message(m) for m in request.messages]
+            results = await self.broker.send(messages, ctx)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
-            failed = status_of(exc)
-            entries = [
-                S.SendResultEntry(status=failed, message_id=m.system_properties.message_id)
-                for m in request.messages
-            ]
-            return S.SendMessageResponse(status=failed, entries=entries)
+            return _send_failed(exc, [m.system_properties.message_id for m in request.messages])
         # the serialized reply, written directly (wire.py): a SendResultEntry per message filled
         # through protobuf costs ~4x more; grpc_decode's serializer passes bytes through
         return wire.send_reply(results)
+
+    async def _send_lane(self, topic: str, lean: list[LeanMessage], born_host: str, context: Any) -> Any:
+        ctx = SendContext(
+            born_host=born_host or _peer_host(context),
+            client_id=client_id_of(context, required=False) or None,
+        )
+        try:
+            return await self._send_lean(topic, lean, ctx)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
+            return _send_failed(exc, [m.message_id or "" for m in lean])
+
+    async def _send_lean(self, topic: str, lean: list[LeanMessage], ctx: SendContext) -> bytes:
+        if len(lean) > 1:  # answered from the batch's columns: no SendResult per message
+            sent = await self.broker.send_lean_batch(topic, lean, ctx)
+            return wire.lane_reply(sent.message_ids, sent.queue_offsets)
+        return wire.send_reply(await self.broker.send_lean(topic, lean, ctx))
 
     @_unary(S.EndTransactionResponse)
     async def EndTransaction(self, request: Any, context: Any) -> Any:
@@ -216,7 +241,7 @@ class MessagingServicer:
                 invisible_ms = convert.duration_ms(request.invisible_duration)
             chunks = self.broker.receive_chunks(
                 group=request.group.name,
-                topic=request.message_queue.topic.name,
+                topic=_client_topic(request.message_queue.topic.name),
                 expression=_expression(request.filter_expression),
                 batch_size=request.batch_size or DEFAULT_BATCH_SIZE,
                 invisible_ms=invisible_ms,
@@ -293,7 +318,7 @@ class MessagingServicer:
         try:
             result = await self.broker.pull(
                 group=request.group.name or None,
-                topic=request.message_queue.topic.name,
+                topic=_client_topic(request.message_queue.topic.name),
                 queue_id=request.message_queue.id,
                 offset=request.offset,
                 batch_size=request.batch_size or DEFAULT_BATCH_SIZE,
@@ -337,6 +362,13 @@ class MessagingServicer:
         return S.QueryOffsetResponse(status=convert.OK_STATUS, offset=offset)
 
 
+def _send_failed(exc: Exception, message_ids: list[str]) -> Any:
+    """A failed send's reply: the failure, and one entry carrying it per message."""
+    failed = status_of(exc)
+    entries = [S.SendResultEntry(status=failed, message_id=message_id) for message_id in message_ids]
+    return S.SendMessageResponse(status=failed, entries=entries)
+
+
 async def _next_chunk(chunks: AsyncIterator[list[MessageView]]) -> list[MessageView] | None:
     """The next chunk of a streamed receive, or None to end it. The stream already carries messages,
     so a failure now (e.g. the group reached its in-flight limit) ends it rather than answering an
@@ -362,7 +394,7 @@ def _pull_status(status: ReadStatus, min_offset: int, max_offset: int) -> Any:
 
 def routed_host(host: str) -> str:
     """The host routes name for a door listening on ``host`` (a wildcard: loopback)."""
-    return "127.0.0.1" if is_wildcard_host(host) else host
+    return LOOPBACK_HOST if is_wildcard_host(host) else host
 
 
 async def serve(
@@ -374,6 +406,7 @@ async def serve(
     advertised_port: int | None = None,
     tls: grpc.ServerCredentials | None = None,
     plaintext: bool = True,
+    backend_name: str | None = None,
 ) -> grpc.aio.Server:
     """Start MessagingService and the admin door on ``host:port`` (port 0: any free port).
 
@@ -381,7 +414,10 @@ async def serve(
     ``tls`` and ``plaintext`` both, a second port (``host:0``) speaks TLS next to the plaintext one, for
     a ``GrpcFront`` that takes both kinds of client on one public port (``advertised_port``, which
     routes then name). The bound ports are ``server.txmq_port`` and ``server.txmq_tls_port`` (None
-    without TLS).
+    without TLS). With ``tls``, ``plaintext`` and ``backend_name`` as well, those two listen on Unix
+    sockets in Linux's abstract namespace instead (``<backend_name>-plaintext`` and ``-tls``; nothing on
+    disk to clean up, even after a kill -9), for a ``GrpcFront``: a relayed byte then costs the kernel
+    about half of what a loopback TCP hop costs. ``server.txmq_backends``: their addresses, NUL first.
     """
     server = grpc.aio.server(
         maximum_concurrent_rpcs=broker.config.grpc_concurrent_rpcs_max,  # beyond: RESOURCE_EXHAUSTED
@@ -394,8 +430,14 @@ async def serve(
         ],
     )
     tls_bound: int | None = None
+    backends: tuple[str, str] | None = None
     try:
-        if tls is not None and not plaintext:
+        if tls is not None and plaintext and backend_name is not None:
+            server.add_insecure_port(f"unix-abstract:{backend_name}-plaintext")
+            server.add_secure_port(f"unix-abstract:{backend_name}-tls", tls)
+            backends = (f"\0{backend_name}-plaintext", f"\0{backend_name}-tls")
+            bound = 0
+        elif tls is not None and not plaintext:
             bound = tls_bound = server.add_secure_port(f"{host}:{port}", tls)
         else:
             bound = server.add_insecure_port(f"{host}:{port}")
@@ -412,4 +454,5 @@ async def serve(
     await server.start()
     server.txmq_port = bound
     server.txmq_tls_port = tls_bound
+    server.txmq_backends = backends
     return server

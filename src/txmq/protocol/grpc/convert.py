@@ -22,7 +22,9 @@ _ENCODING_GZIP = pb.Encoding.GZIP
 _DIGEST_MD5 = pb.DigestType.MD5
 _TRANSACTION = pb.MessageType.TRANSACTION
 _NORMAL = int(MessageType.NORMAL)
-ENCODING_IDENTITY: int = _ENCODING_IDENTITY  # for wire.delivered
+ENCODING_IDENTITY: int = _ENCODING_IDENTITY  # for wire.delivered and wire.send_lane
+ENCODING_GZIP: int = _ENCODING_GZIP
+TRANSACTION: int = _TRANSACTION
 DIGEST_MD5: int = _DIGEST_MD5
 NORMAL: int = _NORMAL
 _OK = pb.Code.OK
@@ -62,7 +64,7 @@ def to_message(wire: Any) -> Message:
     sysp = wire.system_properties
     body: bytes = wire.body
     if sysp.body_encoding == _ENCODING_GZIP:
-        body = _gunzip(body)
+        body = gunzip(body)
     # optional strings read "" when unset, and "" means absent here too: no HasField needed (this runs
     # for every message of every send, so each protobuf access counts)
     deliver = timestamp_ms(sysp.delivery_timestamp) if sysp.HasField("delivery_timestamp") else None
@@ -71,6 +73,8 @@ def to_message(wire: Any) -> Message:
         immunity = max(0, duration_ms(sysp.orphaned_transaction_recovery_duration) // 1000)
     keys = sysp.keys
     user = wire.user_properties
+    if user:
+        _check_user_keys(user)
     return Message(
         topic=wire.topic.name,
         body=body,
@@ -86,8 +90,18 @@ def to_message(wire: Any) -> Message:
 
 
 # user properties that keep a message off the send lane: the general path copies them into the record
-_NOT_LEAN_USER = (props.DELAY, props.CHECK_IMMUNITY_TIME_IN_SECONDS)
-_SYSTEM_KEYS = props.SYSTEM_KEYS
+NOT_LEAN_USER: tuple[str, ...] = (props.DELAY, props.CHECK_IMMUNITY_TIME_IN_SECONDS)
+# system property names a v2 client may not set as user properties (they were dropped without a word);
+# the two above are honoured on purpose
+_RESERVED_USER_KEYS = props.SYSTEM_KEYS - frozenset(NOT_LEAN_USER)
+
+
+def _check_user_keys(user: Any) -> None:
+    """ILLEGAL_MESSAGE_PROPERTY_KEY for a user property named like a system one, as the Apache proxy
+    answers ("property is used by system")."""
+    for key in user:
+        if key in _RESERVED_USER_KEYS:
+            raise errors.InvalidProperty(f"property {key} is used by the system; choose another name")
 
 
 def to_lean(wires: Any) -> tuple[str, list[LeanMessage]] | None:
@@ -113,14 +127,15 @@ def to_lean(wires: Any) -> tuple[str, list[LeanMessage]] | None:
             return None
         user = wire.user_properties
         if user:
-            if any(key in user for key in _NOT_LEAN_USER):
+            if any(key in user for key in NOT_LEAN_USER):
                 return None
-            properties = {k: v for k, v in user.items() if k not in _SYSTEM_KEYS}
+            _check_user_keys(user)
+            properties = dict(user)  # no system names left: the two above declined, the rest raised
         else:
             properties = {}
         body: bytes = wire.body
         if sysp.body_encoding == _ENCODING_GZIP:
-            body = _gunzip(body)
+            body = gunzip(body)
         keys = sysp.keys
         append(
             LeanMessage(
@@ -135,7 +150,7 @@ def to_lean(wires: Any) -> tuple[str, list[LeanMessage]] | None:
     return topic, lane
 
 
-def _gunzip(body: bytes) -> bytes:
+def gunzip(body: bytes) -> bytes:
     """GZIP bodies: the Java client compresses with zlib (deflate) despite the enum's name; take both.
 
     Decompression stops one byte past the body limit: a few KiB of compressed zeros must not expand

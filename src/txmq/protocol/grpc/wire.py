@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+from txmq.common import errors
 from txmq.common import properties as props
-from txmq.common.message import MessageView
+from txmq.common.message import LeanMessage, MessageView
 from txmq.protocol.grpc import convert
 
 _VARINT_CACHE_MAX: Final = 1 << 14  # lengths and small numbers: one list lookup instead of a loop
@@ -210,3 +211,222 @@ def delivered(view: MessageView, invisible_ms: int | None) -> bytes:
         size += len(tail) + len(body)
         return b"".join((b"\x12", varint(size), head, sysp, tail, body))
     return b"".join((b"\x12", varint(size), head, sysp))
+
+
+# ---- SendMessageRequest, decoded straight into the send lane --------------------------------------
+# What :func:`convert.to_lean` reads, and the fields official clients send beside it, each as
+# (field number << 3 | wire type). Anything else - another field, a field of a known number with
+# another wire type, a repeated singular message, an enum beyond one byte, a varint of ten bytes,
+# text that is not UTF-8, a body that does not decompress - makes :func:`send_lane` answer None and the
+# door parse the request with protobuf instead, which then gives the answer (the general path, or the
+# error) exactly as before.
+_TRANSACTION: Final = convert.TRANSACTION
+_GZIP: Final = convert.ENCODING_GZIP
+_SYSTEM_KEYS: Final = props.SYSTEM_KEYS
+
+
+class _Unusual(Exception):
+    """The request needs the protobuf decoder (see above)."""
+
+
+def _read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """(value, position after it) of the varint at ``pos``; at most nine bytes (below 2**63)."""
+    if pos >= end:
+        raise _Unusual
+    byte = data[pos]
+    if byte < 0x80:
+        return byte, pos + 1
+    value = byte & 0x7F
+    shift = 7
+    pos += 1
+    while pos < end and shift < 63:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+    raise _Unusual
+
+
+def _read_len(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """(end, start) of the length-delimited payload at ``pos``."""
+    size, pos = _read_varint(data, pos, end)
+    if size > end - pos:
+        raise _Unusual
+    return pos + size, pos
+
+
+def _read_text(data: bytes, pos: int, end: int) -> tuple[str, int]:
+    stop, start = _read_len(data, pos, end)
+    return data[start:stop].decode(), stop  # not UTF-8: UnicodeDecodeError, also a fallback
+
+
+def _read_enum(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    if pos >= end or data[pos] >= 0x80:
+        raise _Unusual
+    return data[pos], pos + 1
+
+
+def _check_plain(data: bytes, pos: int, end: int, texts: int) -> None:
+    """A Timestamp (varints 1, 2; ``texts`` 0) or a Digest (varint 1, text 2; ``texts`` 2) the lane
+    does not read, checked as protobuf would parse it."""
+    while pos < end:
+        key, pos = _read_varint(data, pos, end)
+        if key == 0x08 or (key == 0x10 and not texts):
+            _, pos = _read_varint(data, pos, end)
+        elif key == 0x12 and texts:
+            _, pos = _read_text(data, pos, end)
+        else:
+            raise _Unusual
+
+
+def _read_topic(data: bytes, pos: int, end: int) -> str:
+    """Resource.name (its namespace is checked and left, as the door leaves it)."""
+    name = ""
+    while pos < end:
+        key, pos = _read_varint(data, pos, end)
+        if key == 0x12:
+            name, pos = _read_text(data, pos, end)
+        elif key == 0x0A:
+            _, pos = _read_text(data, pos, end)
+        else:
+            raise _Unusual
+    return name
+
+
+def _read_entry(data: bytes, pos: int, end: int, into: dict[str, str]) -> None:
+    """One user_properties map entry (key 1, value 2; absent: empty; repeated: the last)."""
+    name = ""
+    value = ""
+    while pos < end:
+        key, pos = _read_varint(data, pos, end)
+        if key == 0x0A:
+            name, pos = _read_text(data, pos, end)
+        elif key == 0x12:
+            value, pos = _read_text(data, pos, end)
+        else:
+            raise _Unusual
+    into[name] = value
+
+
+def _read_message(data: bytes, pos: int, end: int, topic: str | None) -> tuple[str, LeanMessage, str]:
+    """(topic, lane message, born host) of one Message; ``topic``: the request's first message's."""
+    name = ""
+    user: dict[str, str] = {}
+    body = b""
+    tags = ""
+    keys: list[str] = []
+    message_id = ""
+    group = ""
+    born_host = ""
+    encoding = 0
+    kind = 0
+    seen_topic = False
+    seen_sysp = False
+    while pos < end:
+        key, pos = _read_varint(data, pos, end)
+        if key == 0x22:  # body (4)
+            stop, start = _read_len(data, pos, end)
+            body = data[start:stop]
+            pos = stop
+        elif key == 0x1A:  # system_properties (3)
+            if seen_sysp:
+                raise _Unusual  # protobuf merges the two
+            seen_sysp = True
+            stop, pos = _read_len(data, pos, end)
+            seen_digest = False
+            seen_born = False
+            while pos < stop:
+                key, pos = _read_varint(data, pos, stop)
+                if key == 0x0A:
+                    tags, pos = _read_text(data, pos, stop)
+                elif key == 0x12:
+                    text, pos = _read_text(data, pos, stop)
+                    keys.append(text)
+                elif key == 0x1A:
+                    message_id, pos = _read_text(data, pos, stop)
+                elif key == 0x28:
+                    encoding, pos = _read_enum(data, pos, stop)
+                elif key == 0x30:
+                    kind, pos = _read_enum(data, pos, stop)
+                elif key == 0x42:
+                    born_host, pos = _read_text(data, pos, stop)
+                elif key == 0x8A:  # message_group (17): (17 << 3) | 2
+                    group, pos = _read_text(data, pos, stop)
+                elif key == 0x3A and not seen_born:  # born_timestamp (7)
+                    seen_born = True
+                    inner, start = _read_len(data, pos, stop)
+                    _check_plain(data, start, inner, 0)
+                    pos = inner
+                elif key == 0x22 and not seen_digest:  # body_digest (4)
+                    seen_digest = True
+                    inner, start = _read_len(data, pos, stop)
+                    _check_plain(data, start, inner, 2)
+                    pos = inner
+                elif key == 0x92:  # trace_context (18)
+                    _, pos = _read_text(data, pos, stop)
+                else:  # delivery time, transaction recovery, a reply-only field, an unknown one
+                    raise _Unusual
+        elif key == 0x0A:  # topic (1)
+            if seen_topic:
+                raise _Unusual
+            seen_topic = True
+            stop, start = _read_len(data, pos, end)
+            name = _read_topic(data, start, stop)
+            pos = stop
+        elif key == 0x12:  # a user_properties entry (2)
+            stop, start = _read_len(data, pos, end)
+            _read_entry(data, start, stop, user)
+            pos = stop
+        else:
+            raise _Unusual
+    if kind == _TRANSACTION or (topic is not None and name != topic):
+        raise _Unusual  # the general path's (convert.to_lean answers None)
+    properties: dict[str, str] = {}
+    if user:
+        for key_name, value in user.items():
+            if key_name in _SYSTEM_KEYS:
+                # DELAY / check immunity: the general path's; any other is refused there (reserved)
+                raise _Unusual
+            properties[key_name] = value
+    if encoding == _GZIP:
+        body = convert.gunzip(body)  # fails: protobuf's path raises the same for it, in order
+    lean = LeanMessage(
+        body,
+        properties,
+        tags or None,
+        tuple(keys),
+        message_id or None,
+        group or None,
+    )
+    return name, lean, born_host
+
+
+def send_lane(data: bytes) -> tuple[str, list[LeanMessage], str] | None:
+    """``convert.to_lean(SendMessageRequest.FromString(data).messages)`` and the first message's
+    born host, read from the request's bytes without building protobuf objects; None when the
+    request is not the common case (see above: the caller parses it with protobuf then).
+    ``tests/property/test_grpc_send_lane.py`` holds it to the protobuf decode."""
+    try:
+        end = len(data)
+        pos = 0
+        topic: str | None = None
+        born_host = ""
+        lane: list[LeanMessage] = []
+        while pos < end:
+            key, pos = _read_varint(data, pos, end)
+            if key != 0x0A:
+                raise _Unusual
+            stop, start = _read_len(data, pos, end)
+            name, lean, host = _read_message(data, start, stop, topic)
+            if topic is None:
+                topic = name
+                born_host = host
+            lane.append(lean)
+            pos = stop
+        if topic is None:
+            return None  # no message: the protobuf path refuses it
+        return topic, lane, born_host
+    except (_Unusual, UnicodeDecodeError, errors.TxmqError):
+        return None
