@@ -9,6 +9,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import PYTHON, OutputPump, free_port, subprocess_env
 
 
@@ -82,3 +84,41 @@ def test_a_negative_prealloc_is_refused_in_one_line(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert "preallocation must be 0 (off) or more bytes, got -1" in result.stderr + result.stdout
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (None, "cannot read config file"),
+        ("{bad", "cannot read config file"),
+        ('{"nosuch": 1}', "unknown setting 'nosuch'"),
+        ('{"flush": "bogus"}', "setting 'flush' in"),
+        ('{"grpc_port": "abc"}', "setting 'grpc_port' in"),
+        ('{"delay_levels": 5}', "setting 'delay_levels' in"),
+        ('{"transaction_timeout": "xyz"}', "setting 'transaction_timeout' in"),
+        ('{"retry_backoff_ms": ["1s"]}', "setting 'retry_backoff_ms' in"),
+    ],
+    ids=["missing", "malformed", "unknown-key", "bad-flush", "port-not-int", "levels-not-str",
+         "bad-duration", "backoff-not-ints"],
+)  # fmt: skip
+def test_a_bad_config_file_is_refused_in_one_line(tmp_path: Path, content: str | None, reason: str) -> None:
+    """Each used to end in a Python traceback (or reach the broker mistyped) instead of DESIGN §6's
+    non-zero exit with a one-line reason."""
+    path = tmp_path / "broker.json"
+    if content is not None:
+        path.write_text(content)
+    ports = ("--port", str(free_port()), "--remoting-port", str(free_port()))
+    ports += ("--namesrv-port", str(free_port()))
+    result = subprocess.run(
+        [PYTHON, "-m", "txmq", "broker", "--data-dir", "d", "--config", str(path), *ports],
+        cwd=tmp_path,
+        env=subprocess_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and reason in lines[0], result.stderr
+    assert "ready on" not in result.stdout

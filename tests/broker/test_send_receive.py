@@ -159,6 +159,25 @@ async def test_recall_cancels_a_delayed_message(broker: Broker, clock: FakeClock
     assert await receive(broker, "g", "d") == []
 
 
+async def test_a_recall_repeats_but_comes_too_late_with_an_error(broker: Broker, clock: FakeClock) -> None:
+    """A recall after delivery answered MESSAGE_NOT_FOUND, which the official clients take for an empty
+    success (Python returned the id ''); a repeated recall failed although the message stays recalled."""
+    (soon,) = await broker.send(
+        [Message(topic="d", body=b"soon", delivery_timestamp_ms=clock.now_ms() + 1_000)], CTX
+    )
+    (later,) = await broker.send(
+        [Message(topic="d", body=b"later", delivery_timestamp_ms=clock.now_ms() + 60_000)], CTX
+    )
+    assert soon.recall_handle is not None and later.recall_handle is not None
+    assert await broker.recall("d", later.recall_handle) == later.message_id
+    assert await broker.recall("d", later.recall_handle) == later.message_id
+    clock.advance(1_000)
+    await broker.tick(clock.now_ms())
+    with pytest.raises(errors.NotFound) as raised:
+        await broker.recall("d", soon.recall_handle)
+    assert raised.value.code == errors.NOT_FOUND and "already delivered" in raised.value.message
+
+
 async def test_batch_is_atomic_and_rejects_mixed_topics(broker: Broker) -> None:
     results = await broker.send([Message(topic="b", body=b"1"), Message(topic="b", body=b"2")], CTX)
     assert len(results) == 2

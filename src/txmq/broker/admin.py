@@ -139,7 +139,12 @@ async def _group_describe(broker: Broker, args: dict[str, Any]) -> Any:
             {"topic": topic, "queue_id": queue_id, "offset": offset, "max_offset": high, "lag": high - offset}
         )
     clients = [c.client_id for c in broker.clients.consumers_of(group)]
-    return {"group": group, "queues": rows, "inflight": broker.pop.inflight_of(group), "clients": clients}
+    inflight = broker.pop.inflight_of(group)
+    if not (rows or clients or inflight):  # a mistyped name is an error, not an empty description
+        raise errors.GroupNotFound(
+            f"group {group} is not known here: no offsets, no clients, nothing in flight"
+        )
+    return {"group": group, "queues": rows, "inflight": inflight, "clients": clients}
 
 
 @_op("group.reset_offset")
@@ -171,7 +176,10 @@ async def _query_id(broker: Broker, args: dict[str, Any]) -> Any:
 
 @_op("tx.list")
 async def _tx_list(broker: Broker, args: dict[str, Any]) -> Any:
-    return broker.transactions.list_pending(int(args.get("limit", 1000)))
+    limit = int(args.get("limit", 1000))
+    if limit < 1:
+        raise errors.InvalidArgument(f"limit must be at least 1, not {limit}")
+    return broker.transactions.list_pending(limit)
 
 
 @_op("tx.show")

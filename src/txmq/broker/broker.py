@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import logging
+import os
 from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +26,7 @@ from txmq.broker.clients import ClientRegistry
 from txmq.broker.config import BrokerConfig
 from txmq.broker.delay import DelayService
 from txmq.broker.filtering import TagFilter, parse_tag_filter
-from txmq.broker.offsets import ConsumerOffsets
+from txmq.broker.offsets import ConsumerOffsets, starts_from_zero
 from txmq.broker.persist import MetaFiles
 from txmq.broker.pop import GroupPolicy, PopService
 from txmq.broker.records import index_keys, to_view
@@ -39,10 +41,20 @@ from txmq.common.clock import Clock, SystemClock
 from txmq.common.message import LeanMessage, Message, MessageQueue, MessageView, SendResult
 from txmq.storage.api import ReadStatus, StoreConfig, StoredRecord
 from txmq.storage.codec import RawRecord
+from txmq.storage.dirlock import StoreLock
 from txmq.storage.fs import FileSystem
 from txmq.storage.store import MessageStore
 
 log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _memory_bytes() -> int:
+    """The machine's physical memory (what RocketMQ's in-memory share is of)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+POP_LEASES_FILE = "pop_leases.json"  # the POP service's state, written by a clean stop, read once at start
 RECEIVE_CHUNK = 128  # receive_chunks: messages leased per step of a streamed receive
 
 
@@ -117,6 +129,7 @@ class Broker:
         self.transactions = TransactionService(self, meta)
         self._background: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        self.store_lock: StoreLock | None = None  # held from open to close (Broker.open takes it)
 
     # ---- lifecycle ----------------------------------------------------------------------------
     @classmethod
@@ -129,6 +142,20 @@ class Broker:
         background tasks, so one seed yields one history."""
         config.validate()
         clock = clock or SystemClock()
+        # one process per store (a FileSystem given by the simulation is not on disk: nothing to lock)
+        lock = StoreLock.acquire(str(Path(config.data_dir) / "store")) if fs is None else None
+        try:
+            return await cls._open(config, clock, fs, inline_flush, lock)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+
+    @classmethod
+    async def _open(
+        cls, config: BrokerConfig, clock: Clock, fs: FileSystem | None, inline_flush: bool,
+        lock: StoreLock | None,
+    ) -> Broker:  # fmt: skip
         store = MessageStore.open(
             StoreConfig(
                 data_dir=str(Path(config.data_dir) / "store"),
@@ -150,6 +177,9 @@ class Broker:
         try:
             broker = cls(config, store, clock)
             await broker.transactions.recover()
+            broker.pop.restore(broker.meta.load_json(POP_LEASES_FILE))
+            # used once: after a crash the leases of an earlier clean stop would be stale
+            broker.meta.save_json(POP_LEASES_FILE, {})
         except (TypeError, KeyError, ValueError, AttributeError, IndexError) as exc:
             # a metadata file that passed its checksum but holds JSON of the wrong shape (hand-edited,
             # or written by another version): a clear error instead of a traceback on every start
@@ -161,6 +191,7 @@ class Broker:
         except BaseException:
             await store.close()
             raise
+        broker.store_lock = lock
         return broker
 
     def start_background(self) -> None:
@@ -197,9 +228,16 @@ class Broker:
             await self._background
             self._background = None
         self.offsets.flush()
+        try:
+            self.meta.save_json(POP_LEASES_FILE, self.pop.snapshot())
+        except errors.StorageError:  # best effort: without it the next start redelivers, as after a crash
+            log.exception("cannot save the POP leases; they will be delivered again after the restart")
         self.delays.save()
         self.transactions.save()
         await self.store.close()
+        if self.store_lock is not None:
+            self.store_lock.release()
+            self.store_lock = None
 
     def _ensure_system_topics(self) -> None:
         self.topics.ensure_system(names.HALF_TOPIC, 1)
@@ -255,8 +293,12 @@ class Broker:
         if decoded.get(props.REAL_TOPIC) != topic:
             raise errors.InvalidArgument(f"the recall handle belongs to another topic than {topic}")
         deliver = int(decoded.get(props.TIMER_DELIVER_MS, "0") or 0)
-        if deliver <= self.clock.now_ms() or self.delays.is_recalled(physical):
-            raise errors.MessageNotFound("the delayed message was already delivered or recalled")
+        if self.delays.is_recalled(physical):  # a repeated recall succeeds again, as the Apache broker's
+            return decoded.get(props.UNIQ_KEY, "")
+        if deliver <= self.clock.now_ms():
+            # NOT_FOUND, not MESSAGE_NOT_FOUND: clients read the latter as "nothing there, fine" (the
+            # Python client returned an empty id as if the recall had worked)
+            raise errors.NotFound("the delayed message was already delivered; it cannot be recalled")
         self.delays.recall(physical)
         return decoded.get(props.UNIQ_KEY, "")
 
@@ -551,6 +593,22 @@ class Broker:
     def get_offset(self, group: str, topic: str, queue_id: int) -> int | None:
         return self.offsets.get(group, topic, queue_id)
 
+    def new_group_offset(self, topic: str, queue_id: int) -> int | None:
+        """Where a group with no offset for this queue starts when its client lets the broker say
+        (QUERY_CONSUMER_OFFSET without ``setZeroIfNotFound=false``): 0 for a young queue, as RocketMQ
+        answers (``offsets.starts_from_zero``); None leaves it to the client's consume-from setting."""
+        store = self.store
+        low = store.min_offset(topic, queue_id)
+        first = store.queue_units(topic, queue_id, 0, 1) if low == 0 else []
+        young = starts_from_zero(
+            low,
+            first[0].physical_offset if first else None,
+            store.max_physical_offset,
+            _memory_bytes(),
+            limits.new_group_from_zero_memory_ratio,
+        )
+        return 0 if young else None
+
     def update_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         names.validate_group(group)
         if offset < 0:
@@ -570,6 +628,9 @@ class Broker:
     def reset_group_offset(
         self, group: str, topic: str, offset_policy: OffsetPolicy, timestamp_ms: int = 0
     ) -> dict[int, int]:
+        # an operator's command: a mistyped topic is an error, never a topic auto-created to reset
+        if self.topics.get(topic) is None:
+            raise errors.TopicNotFound(f"topic {topic} does not exist")
         config = self.topics.resolve(topic, for_write=False)
         result: dict[int, int] = {}
         for queue_id in range(config.queues):

@@ -136,9 +136,39 @@ def load_config_file(path: str) -> dict[str, Any]:
                 name = field_name
         if name not in known:
             raise errors.InvalidArgument(f"unknown setting {key!r} in {path}")
-        if name.endswith("_ms") and isinstance(value, str):
-            value = parse_duration_ms(value)
-        if name == "flush" and isinstance(value, str):
-            value = FlushMode(value)
-        result[name] = value
+        result[name] = _setting(path, key, name, value)
     return result
+
+
+def _setting(path: str, key: str, name: str, value: Any) -> Any:
+    """``value`` as BrokerConfig's field ``name`` takes it; a wrong type is a one-line error naming the key
+    (it used to reach the broker as is, or fail later with a traceback)."""
+    kind = next(f.type for f in fields(BrokerConfig) if f.name == name)  # a string: annotations are lazy
+
+    def wrong(expected: str) -> errors.InvalidArgument:
+        return errors.InvalidArgument(f"setting {key!r} in {path} must be {expected}, not {value!r}")
+
+    if kind == "int" and name.endswith("_ms") and isinstance(value, str):
+        try:
+            return parse_duration_ms(value)
+        except ValueError as exc:
+            raise errors.InvalidArgument(f"setting {key!r} in {path}: {exc}") from None
+    if kind == "FlushMode":
+        try:
+            return FlushMode(value)
+        except ValueError:
+            raise wrong("sync or async") from None
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise wrong("true or false")
+    elif kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise wrong("an integer" + (' or a duration such as "6s"' if name.endswith("_ms") else ""))
+    elif kind.startswith("str"):
+        if not (isinstance(value, str) or (value is None and "None" in kind)):
+            raise wrong("a string")
+    elif kind.startswith("tuple[int"):
+        if not isinstance(value, list) or not all(type(v) is int for v in value):
+            raise wrong("a list of integers")
+        return tuple(value)
+    return value

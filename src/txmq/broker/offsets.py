@@ -63,3 +63,15 @@ class ConsumerOffsets:
         items = [[k.group, k.topic, k.queue_id, v] for k, v in sorted(self._offsets.items())]
         self._meta.save_json(_FILE, items)
         self._dirty = False
+
+
+def starts_from_zero(
+    min_offset: int, first_physical: int | None, max_physical: int, memory_bytes: int, ratio: float
+) -> bool:
+    """Whether a group with no committed offset for a queue is told 0 (RocketMQ's QUERY_CONSUMER_OFFSET
+    rule): the queue still starts at 0, and its first message (``first_physical``; None for an empty
+    queue) is within ``ratio`` of the memory from the log's end, as if still in the page cache. Else
+    the client chooses by its consume-from setting (latest, earliest or a time)."""
+    if min_offset > 0:
+        return False
+    return first_physical is None or max_physical - first_physical <= memory_bytes * ratio

@@ -12,8 +12,10 @@ When a deadline passes without an ack:
 * FIFO groups redeliver the same message in place (the next message of its message group waits), and
   dead-letter it after ``max_attempts``.
 
-After a broker restart in-flight state is gone: everything after ``base`` is delivered again
-(at-least-once).
+A clean stop keeps the in-flight state (:meth:`PopService.snapshot`, restored at the next start): a
+consumer's receipt handles stay valid across the restart and its messages stay invisible until their
+deadlines, as the Apache broker's POP checkpoints do. After a crash it is gone: everything after
+``base`` is delivered again (at-least-once).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import heapq
 import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from txmq.broker.filtering import TagFilter
 from txmq.broker.offsets import ConsumerOffsets
@@ -456,6 +459,60 @@ class PopService:
 
     def inflight_of(self, group: str) -> int:
         return self._inflight_count.get(group, 0)
+
+    # ---- across a clean restart ---------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """Every queue's state beyond its consumer offset (leases, acks above the offset, FIFO waits),
+        the group policies and the next nonce, as JSON values, for :meth:`restore` after a clean stop.
+        A queue with none of those has ``scan == base`` and is rebuilt from its offset anyway."""
+        queues: list[dict[str, Any]] = []
+        for (group, topic, queue_id), state in self._queues.items():
+            if not (state.inflight or state.acked or state.fifo_pending or state.fifo_attempts):
+                continue
+            leases = [
+                [offset, f.nonce, f.deadline_ms, f.attempt, f.physical_offset, f.message_group]
+                for offset, f in sorted(state.inflight.items())
+            ]
+            queues.append(
+                {
+                    "group": group, "topic": topic, "queue_id": queue_id, "base": state.base,
+                    "scan": state.scan, "inflight": leases, "acked": sorted(state.acked),
+                    "fifo_pending": [[o, state.fifo_pending[o]] for o in sorted(state.fifo_pending)],
+                    "fifo_attempts": [[o, state.fifo_attempts[o]] for o in sorted(state.fifo_attempts)],
+                }
+            )  # fmt: skip
+        policies = {g: [p.max_attempts, p.fifo] for g, p in self._policies.items()}
+        return {"version": 1, "next_nonce": next(self._nonce), "policies": policies, "queues": queues}
+
+    def restore(self, saved: Any) -> int:
+        """Take back what :meth:`snapshot` gave (call before any receive); returns the leases restored.
+        A queue whose base no longer matches its consumer offset or the queue's minimum is skipped:
+        its messages are delivered again, as after a crash."""
+        if not isinstance(saved, dict) or saved.get("version") != 1:
+            return 0
+        self._nonce = itertools.count(max(1, int(saved["next_nonce"])))
+        for group, (max_attempts, fifo) in saved["policies"].items():
+            self._policies.setdefault(str(group), GroupPolicy(int(max_attempts), bool(fifo)))
+        restored = 0
+        for item in saved["queues"]:
+            group, topic, queue_id = str(item["group"]), str(item["topic"]), int(item["queue_id"])
+            base = int(item["base"])
+            offset_now = self._offsets.get(group, topic, queue_id)
+            low = self._store.min_offset(topic, queue_id)
+            if base != (low if offset_now is None else max(offset_now, low)):
+                continue
+            state = QueueState(base=base, scan=max(base, int(item["scan"])))
+            for offset, nonce, deadline, attempt, physical, message_group in item["inflight"]:
+                entry = InFlight(int(nonce), int(deadline), int(attempt), int(physical), message_group)
+                state.inflight[int(offset)] = entry
+                state.schedule(int(offset), entry)
+            state.acked = {int(o) for o in item["acked"]}
+            state.fifo_pending = {int(o): g for o, g in item["fifo_pending"]}
+            state.fifo_attempts = {int(o): int(n) for o, n in item["fifo_attempts"]}
+            self._queues[(group, topic, queue_id)] = state
+            self._inflight_count[group] = self._inflight_count.get(group, 0) + len(state.inflight)
+            restored += len(state.inflight)
+        return restored
 
 
 def retry_and_dlq_names(group: str) -> tuple[str, str]:

@@ -263,11 +263,14 @@ class SendService:
         await appended.durable
         return self.lane_results(appended)
 
-    def lane_append(self, topic_name: str, messages: Sequence[LeanMessage], ctx: SendContext) -> LaneAppend:
+    def lane_append(
+        self, topic_name: str, messages: Sequence[LeanMessage], ctx: SendContext, shared: bool = False
+    ) -> LaneAppend:
         """The synchronous first half of :meth:`_send_lean_each`: checks, queue choice and the append,
         message by message; the results (:meth:`lane_results`) are the caller's once ``durable``
         completes. The remoting door answers a single send from a callback on ``durable`` this way,
-        without a task per request."""
+        without a task per request. ``shared``: the caller only adds done callbacks to ``durable``
+        (never awaits it): one-message appends of a group then share one future."""
         if not messages:
             raise errors.InvalidArgument("a send request must carry at least one message")
         batch = len(messages) > 1
@@ -321,7 +324,7 @@ class SendService:
             records.append(record)
             message_ids.append(message_id)
         assert topic is not None
-        appended, durable = self._store.put_records_nowait(topic_name, records)
+        appended, durable = self._store.put_records_nowait(topic_name, records, shared)
         lane: LaneAppend = _new_tuple(LaneAppend, (topic.name, records, appended, message_ids, durable))
         return lane
 

@@ -78,7 +78,10 @@ def broker(
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if flush not in ("sync", "async"):
         fail("--flush must be sync or async")
-    base = BrokerConfig(**load_config_file(config)) if config else BrokerConfig()
+    try:
+        base = BrokerConfig(**load_config_file(config)) if config else BrokerConfig()
+    except errors.TxmqError as exc:  # a missing, malformed or mistyped file: one line, no traceback
+        fail(exc.message)
 
     def given(param: str) -> bool:
         """An option's value counts over the config file's only when it was given on the command line
@@ -134,4 +137,9 @@ def namesrv(
         from txmq.server.namesrv import run_standalone
     except ModuleNotFoundError:
         fail("the name server is not available in this build")
-    run_standalone(host, port)
+    if not 0 <= port <= 65535:
+        fail(f"port {port} is out of range")
+    try:
+        run_standalone(host, port)
+    except OSError as exc:  # a port taken, an address not ours: one line, as `txmq broker` says it
+        fail(f"cannot start the name server: {exc}")

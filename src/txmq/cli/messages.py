@@ -120,7 +120,8 @@ def _print_message(message: Any, json_out: bool) -> None:
         print(json.dumps(row), flush=True)
     else:
         print(
-            f"{message.queue_id}:{message.queue_offset} {message.message_id} tags={message.tags} {body}",
+            f"{message.queue_id}:{message.queue_offset} {message.message_id} "
+            f"tags={message.tags or '-'} {body}",
             flush=True,
         )
 

@@ -42,6 +42,10 @@ remoting_header_bytes_max: Final = 64 * KiB
 # Consumption
 receive_batch_max: Final = 1024
 pull_batch_max: Final = 1024
+# A group with no offset for a queue starts it at 0 (QUERY_CONSUMER_OFFSET) while the queue's first message
+# lies within this share of the machine's memory from the log's end (RocketMQ's
+# accessMessageInMemoryMaxRatio, 40): a young queue is read from its start by a new 4.x consumer
+new_group_from_zero_memory_ratio: Final = 0.4
 pull_bytes_max: Final = 8 * MiB
 invisible_duration_ms_min: Final = 1_000
 invisible_duration_ms_max: Final = 12 * 3_600_000

@@ -193,6 +193,7 @@ class MessageView:
         )
 
 
+@slot_init  # one is built per send result whose queue the client did not name
 @dataclass(frozen=True, slots=True)
 class MessageQueue:
     topic: str
@@ -200,6 +201,7 @@ class MessageQueue:
     broker_name: str = "broker-a"
 
 
+@slot_init  # one is built per message of every send (a batch's too)
 @dataclass(frozen=True, slots=True)
 class SendResult:
     message_id: str
