@@ -55,6 +55,24 @@ def wait_for_line(process: subprocess.Popen[str], needle: str, timeout_s: float 
     raise AssertionError(f"{needle!r} never printed; stdout={''.join(seen)!r} stderr={err[-3000:]!r}")
 
 
+def start_namesrv(home: Path) -> tuple[subprocess.Popen[str], int]:
+    """A name server on a free port; a start that finds the port taken meanwhile retries on a fresh one."""
+    for _ in range(START_ATTEMPTS):
+        port = free_port()
+        namesrv = subprocess.Popen(
+            [PYTHON, "-m", "txmq", "namesrv", "--port", str(port)],
+            env=subprocess_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        output = OutputPump(namesrv)
+        if output.wait_for("txmq namesrv ready on", 30):
+            return namesrv, port
+        namesrv.kill()
+        namesrv.wait()
+        if not port_taken(output.text()):
+            break
+    raise AssertionError(f"the name server did not start: {output.text()}")
+
+
 @contextlib.contextmanager
 def broker_process(tmp: Path, *extra: str) -> Iterator[RunningBroker]:
     """A broker on free ports; a start that finds a port taken meanwhile retries on fresh ones."""

@@ -82,8 +82,16 @@ async def test_long_poll_is_woken_by_an_arrival_and_does_not_block_the_connectio
 async def test_offsets_commit_query_and_missing_group(client: RemotingEndpoint) -> None:
     await send(client, "RemC", b"x", queue_id=0)
     query = {"consumerGroup": "GC", "topic": "RemC", "queueId": "0"}
-    missing = await client.request(RequestCode.QUERY_CONSUMER_OFFSET, query)
+    # a client that says "do not set zero" (txmq's SDK) hears that the group has no offset ...
+    missing = await client.request(RequestCode.QUERY_CONSUMER_OFFSET, {**query, "setZeroIfNotFound": "false"})
     assert missing.code == ResponseCode.QUERY_NOT_FOUND
+    # ... a 4.x client (no such field) is told 0 for a young queue, as RocketMQ's broker tells it, so a
+    # new group reads the queue from its start instead of the client reporting an error
+    young = await client.request(RequestCode.QUERY_CONSUMER_OFFSET, query)
+    assert young.code == ResponseCode.SUCCESS
+    assert young.ext_fields["offset"] == "0"
+    empty = await client.request(RequestCode.QUERY_CONSUMER_OFFSET, {**query, "queueId": "3"})
+    assert (empty.code, empty.ext_fields["offset"]) == (ResponseCode.SUCCESS, "0")
     await client.request(RequestCode.PULL_MESSAGE, pull_header("RemC", 0, group="GC", commit=1))
     found = await client.request(RequestCode.QUERY_CONSUMER_OFFSET, query)
     assert found.code == ResponseCode.SUCCESS

@@ -7,8 +7,8 @@ import asyncio
 import subprocess
 from pathlib import Path
 
-from tests.conftest import PYTHON, START_ATTEMPTS, OutputPump, free_port, port_taken, subprocess_env
-from tests.integration.remoting_support import broker_process, send
+from tests.conftest import PYTHON, port_taken, subprocess_env
+from tests.integration.remoting_support import broker_process, send, start_namesrv
 from txmq.protocol.remoting.bodies import ClusterInfo, TopicList, TopicRouteData
 from txmq.protocol.remoting.codes import RequestCode, ResponseCode
 from txmq.server.remoting_transport import connect
@@ -23,28 +23,10 @@ async def _route(port: int, topic: str) -> tuple[int, bytes]:
         await endpoint.close()
 
 
-def _start_namesrv(home: Path) -> tuple[subprocess.Popen[str], int]:
-    """A name server on a free port; a start that finds the port taken meanwhile retries on a fresh one."""
-    for _ in range(START_ATTEMPTS):
-        port = free_port()
-        namesrv = subprocess.Popen(
-            [PYTHON, "-m", "txmq", "namesrv", "--port", str(port)],
-            env=subprocess_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        output = OutputPump(namesrv)
-        if output.wait_for("txmq namesrv ready on", 30):
-            return namesrv, port
-        namesrv.kill()
-        namesrv.wait()
-        if not port_taken(output.text()):
-            break
-    raise AssertionError(f"the name server did not start: {output.text()}")
-
-
 async def test_broker_registers_with_a_standalone_name_server(tmp_path: Path) -> None:
     home = tmp_path / "nshome"
     home.mkdir()
-    namesrv, port = _start_namesrv(home)
+    namesrv, port = start_namesrv(home)
     try:
         code, _ = await _route(port, "NsTopic")
         assert code == ResponseCode.TOPIC_NOT_EXIST
@@ -75,3 +57,21 @@ async def test_broker_registers_with_a_standalone_name_server(tmp_path: Path) ->
     finally:
         namesrv.terminate()
         assert namesrv.wait(timeout=15) == 0
+
+
+def test_a_taken_port_is_refused_in_one_line(tmp_path: Path) -> None:
+    """DESIGN §6: a failure exits non-zero with a one-line reason (it was a Python traceback)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [PYTHON, "-m", "txmq", "namesrv", "--port", str(port)],
+            env=subprocess_env(tmp_path / "home"), capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cannot start the name server"), done.stderr
+    assert port_taken(done.stderr)

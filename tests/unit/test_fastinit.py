@@ -58,3 +58,17 @@ def test_refuses_classes_it_cannot_mirror() -> None:
 
     with pytest.raises(TypeError):
         slot_init(KeywordOnly)
+
+
+def test_send_result_keeps_the_dataclass_behaviour() -> None:
+    from txmq.common.message import MessageQueue, SendResult
+
+    queue = MessageQueue("t", 1)
+    result = SendResult("id", queue, 7, offset_message_id="off")
+    values = tuple(getattr(result, f.name) for f in dataclasses.fields(result))
+    assert values == ("id", queue, 7, None, "off", None)
+    assert result == SendResult(message_id="id", queue=queue, queue_offset=7, offset_message_id="off")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.queue_offset = 8  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        SendResult("id")  # type: ignore[call-arg]

@@ -62,21 +62,27 @@ async def serve_remoting(
     return server, ctx
 
 
-async def serve_all(broker: Broker, config: BrokerConfig) -> list[Closer]:
+async def serve_all(
+    broker: Broker, config: BrokerConfig, ports: dict[str, int] | None = None
+) -> list[Closer]:
     """Start the remoting door, the embedded name server (``run_namesrv``) and the registration loop
-    (``namesrv_addr``); returns the closers, to be awaited in reverse order at shutdown."""
+    (``namesrv_addr``); returns the closers, to be awaited in reverse order at shutdown. ``ports`` gets
+    the bound ``remoting`` and ``namesrv`` ports."""
     closers: list[Closer] = []
+    bound = {} if ports is None else ports
     server, ctx = await serve_remoting(
         broker, config.host, config.remoting_port, advertised_addr=config.remoting_advertised_addr,
         connections_max=config.connections_max,
     )  # fmt: skip
     closers.append(server.close)
+    bound["remoting"] = server.port
     try:
         if config.run_namesrv:
             namesrv = await serve_namesrv(
                 config.host, config.namesrv_port, NameServer(local=LocalBroker(broker, ctx.advertised_addr))
             )
             closers.append(namesrv.close)
+            bound["namesrv"] = namesrv.port
         if config.namesrv_addr:
             registrar = Registrar(broker, ctx.advertised_addr, config.namesrv_addr)
             await registrar.register_once()

@@ -73,6 +73,12 @@ class RemotingEndpoint(asyncio.Protocol):
         # a handler may answer from the read callback: ``handler.inline(request, endpoint)``
         self._answer_inline: Inline | None = getattr(handler, "inline", None)
         self._deferred = 0  # requests waiting on a Deferred (they count for back-pressure like tasks)
+        # the requests waiting on the last Deferred's future, answered by one done callback: appends
+        # of one group share their future (``shared`` waiters), so a read's sends share a callback
+        self._deferred_future: asyncio.Future[None] | None = None
+        self._deferred_waiting: list[
+            tuple[RemotingCommand, Callable[[Exception | None], RemotingCommand | bytes]]
+        ] = []
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
         self._out: list[bytes] = []
@@ -211,8 +217,32 @@ class RemotingEndpoint(asyncio.Protocol):
             self._settle(request, deferred.finish, None)
             return
         self._deferred += 1
-        durable.add_done_callback(partial(self._settle, request, deferred.finish))
+        if durable is self._deferred_future and not durable.done():
+            self._deferred_waiting.append((request, deferred.finish))
+        else:
+            waiting = [(request, deferred.finish)]
+            self._deferred_future, self._deferred_waiting = durable, waiting
+            durable.add_done_callback(partial(self._settle_all, waiting))
         self._check_pause()
+
+    def _settle_all(
+        self,
+        waiting: list[tuple[RemotingCommand, Callable[[Exception | None], RemotingCommand | bytes]]],
+        durable: asyncio.Future[None],
+    ) -> None:
+        """Answer, in order, every deferred request that waited on ``durable`` (a done callback)."""
+        if self._deferred_waiting is waiting:
+            self._deferred_future, self._deferred_waiting = None, []
+        self._deferred -= len(waiting)
+        if self._reading_paused:
+            self._check_resume()
+        if durable.cancelled():
+            exc: Exception | None = errors.StorageError("the write was cancelled")
+        else:
+            failure = durable.exception()
+            exc = failure if failure is None or isinstance(failure, Exception) else RuntimeError(failure)
+        for request, finish in waiting:
+            self._answer(request, finish, exc)
 
     def _settle(
         self,
@@ -220,19 +250,17 @@ class RemotingEndpoint(asyncio.Protocol):
         finish: Callable[[Exception | None], RemotingCommand | bytes],
         durable: asyncio.Future[None] | None,
     ) -> None:
-        """Answer a deferred request once its future completed (run by the loop as a done callback)."""
-        if durable is not None:
-            self._deferred -= 1
-            if self._reading_paused:
-                self._check_resume()
+        """Answer a deferred request whose awaitable is already done (``durable`` None)."""
+        self._answer(request, finish, None)
+
+    def _answer(
+        self,
+        request: RemotingCommand,
+        finish: Callable[[Exception | None], RemotingCommand | bytes],
+        exc: Exception | None,
+    ) -> None:
         try:
-            if durable is None:
-                response = finish(None)
-            elif durable.cancelled():
-                response = finish(errors.StorageError("the write was cancelled"))
-            else:
-                exc = durable.exception()
-                response = finish(exc if exc is None or isinstance(exc, Exception) else RuntimeError(exc))
+            response = finish(exc)
         except Exception:
             log.exception("remoting handler for code %d failed", request.code)
             response = make_response(request, ResponseCode.SYSTEM_ERROR, "internal error")

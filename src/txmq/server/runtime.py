@@ -12,6 +12,8 @@ import contextlib
 import gc
 import importlib
 import logging
+import os
+import secrets
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -29,6 +31,9 @@ Closer = Callable[[], Awaitable[None]]
 class RunningBroker:
     broker: Broker
     closers: list[Closer] = field(default_factory=list)
+    # the ports the front doors listen on ("grpc", "remoting", "namesrv"), as bound: a port given as 0
+    # is the one the system picked
+    ports: dict[str, int] = field(default_factory=dict)
 
     async def stop(self) -> None:
         for close in reversed(self.closers):
@@ -55,7 +60,8 @@ async def start_broker(config: BrokerConfig) -> RunningBroker:
 
 async def _start_grpc(running: RunningBroker, config: BrokerConfig) -> None:
     """The gRPC door with its TLS mode: plaintext only, TLS only (grpc's own TLS on the port), or both
-    on one port (a ``GrpcFront`` on the public port relaying to a plaintext and a TLS loopback port)."""
+    on one port (a ``GrpcFront`` on the public port relaying to a plaintext and a TLS backend, abstract Unix
+    sockets)."""
     import grpc
 
     from txmq.broker.config import TlsMode
@@ -72,6 +78,7 @@ async def _start_grpc(running: RunningBroker, config: BrokerConfig) -> None:
     front = None
     if mode is TlsMode.PERMISSIVE:
         front = await GrpcFront.bind(config.host, config.grpc_port, connections_max=config.connections_max)
+        backend_name = f"txmq-grpc-{os.getpid()}-{secrets.token_hex(6)}"  # abstract Unix sockets
         try:
             server = await serve_grpc(
                 running.broker,
@@ -80,6 +87,7 @@ async def _start_grpc(running: RunningBroker, config: BrokerConfig) -> None:
                 advertised_host=routed_host(config.host),
                 advertised_port=front.port,
                 tls=credentials,
+                backend_name=backend_name,
             )
         except BaseException:
             await front.close()
@@ -95,8 +103,9 @@ async def _start_grpc(running: RunningBroker, config: BrokerConfig) -> None:
         await server.stop(grace=1.0)
 
     running.closers.append(stop_grpc)
+    running.ports["grpc"] = front.port if front is not None else server.txmq_port
     if front is not None:
-        await front.route(server.txmq_port, server.txmq_tls_port)
+        await front.route(*server.txmq_backends)
 
 
 async def _start_remoting(running: RunningBroker, config: BrokerConfig) -> None:
@@ -106,7 +115,7 @@ async def _start_remoting(running: RunningBroker, config: BrokerConfig) -> None:
         if exc.name != "txmq.server.remoting_server":
             raise
         return
-    closers = await remoting_server.serve_all(running.broker, config)
+    closers = await remoting_server.serve_all(running.broker, config, running.ports)
     running.closers.extend(closers)
 
 
@@ -139,7 +148,9 @@ async def run_until_signalled(config: BrokerConfig) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    print(f"txmq broker ready on {config.host}:{config.grpc_port}", flush=True)
+    ports = running.ports
+    log.info("remoting on port %s, name server on port %s", ports.get("remoting"), ports.get("namesrv"))
+    print(f"txmq broker ready on {config.host}:{ports.get('grpc', config.grpc_port)}", flush=True)
     report = running.broker.store.recovery_report
     if report is not None and report.truncated_bytes:
         print(

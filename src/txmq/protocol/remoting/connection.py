@@ -157,6 +157,25 @@ class RemotingConnection:
             serialize_type=self.serialize_type,
         )
 
+    def send_json_request(self, code: int, ext_json: str, body: bytes) -> tuple[int, bytes]:
+        """``new_request(code, ext, body)`` and ``send`` of it, for a JSON connection, with the
+        extFields already rendered (``ext_json``): ``(opaque, bytes)``; the request is pending."""
+        if self.serialize_type is not SerializeType.JSON:
+            raise LocalProtocolError("a pre-rendered JSON header needs a JSON connection")
+        if self._state is not ConnectionState.OPEN:
+            self._check_usable()  # raises in ERROR
+            raise LocalProtocolError("cannot send on a closed connection")
+        pending = self._pending
+        if len(pending) >= self.max_pending:
+            raise LocalProtocolError(f"{len(pending)} requests pending, the limit")
+        opaque = self._next_opaque
+        while opaque in pending:
+            opaque = (opaque + 1) & _OPAQUE_MAX
+        self._next_opaque = (opaque + 1) & _OPAQUE_MAX
+        data = frame.encode_json_request(code, self.language, self.version, opaque, 0, ext_json, body)
+        pending[opaque] = code
+        return opaque, data
+
     def send(self, cmd: RemotingCommand) -> bytes:
         """The bytes for ``cmd``; a two-way request becomes pending until its response arrives."""
         if self._state is not ConnectionState.OPEN:

@@ -78,6 +78,27 @@ def encode_json_header(cmd: RemotingCommand) -> bytes:
     return text.encode("ascii")
 
 
+def encode_json_request(
+    code: int, language: LanguageCode, version: int, opaque: int, flag: int, ext_json: str, body: bytes
+) -> bytes:
+    """``encode`` of a JSON request without remark whose extFields are already rendered as
+    ``ext_json`` (the SDK renders a send header's constant fields once per queue; see
+    ``_remoting.SendHeaders``; tests/unit/test_remoting_frame.py holds them byte-identical)."""
+    header = (
+        f'{{"code":{int(code)},"language":"{_LANG_NAME[language]}","version":{int(version)},'
+        f'"opaque":{int(opaque)},"flag":{int(flag)},"extFields":{ext_json},"serializeTypeCurrentRPC":"JSON"}}'
+    ).encode("ascii")
+    length = 4 + len(header) + len(body)
+    if length > limits.frame_bytes_max:
+        raise LocalProtocolError(f"frame of {length} bytes exceeds the limit of {limits.frame_bytes_max}")
+    return b"".join((_PREFIX.pack(length, len(header)), header, body))
+
+
+def json_quote(text: str) -> str:
+    """``text`` as a JSON string, as the JSON header writes extFields' keys and values."""
+    return _quote(text)
+
+
 def _ext_json(ext: dict[str, str]) -> str:
     """``_dumps(ext)`` for a dict of strings, without the encoder's Python-level wrappers (a third of
     a send response's header cost); anything else goes to ``_dumps``."""

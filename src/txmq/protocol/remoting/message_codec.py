@@ -30,12 +30,12 @@ from __future__ import annotations
 import functools
 import ipaddress
 import struct
-import zlib
 from dataclasses import dataclass, field
 from typing import Final
 
 from txmq.common import errors, msgid
 from txmq.common import properties as props
+from txmq.common.crc import crc32 as _crc32
 from txmq.protocol.remoting.errors import InvalidBody, LocalProtocolError
 
 MAGIC_V1: Final = -626843481  # 0xDAA320A7 as a Java int
@@ -106,7 +106,7 @@ class BatchMessage:
 
 def body_crc(body: bytes) -> int:
     """RocketMQ's body CRC (``UtilAll.crc32``): CRC-32 masked to a non-negative Java int."""
-    return zlib.crc32(body) & 0x7FFFFFFF
+    return _crc32(body) & 0x7FFFFFFF
 
 
 @functools.lru_cache(maxsize=256)
@@ -183,7 +183,7 @@ def encode_pulled(topic: str, records: list[PulledRecord | bytes]) -> bytes:
         topic_error = LocalProtocolError(
             f"topic of {len(topic_bytes)} bytes is too long for a message record"
         )
-    pack, crc32, fixed_size = _V4_FIXED.pack, zlib.crc32, _V4_FIXED.size + len(topic_part) + 2
+    pack, crc32, fixed_size = _V4_FIXED.pack, _crc32, _V4_FIXED.size + len(topic_part) + 2
     parts: list[bytes | memoryview] = []
     for record in records:
         if isinstance(record, bytes):
@@ -359,6 +359,22 @@ def encode_batch(messages: list[BatchMessage]) -> bytes:
         except struct.error as exc:
             raise LocalProtocolError(f"batch entry field out of range: {exc}") from None
         parts += (head, msg.body, _U16.pack(len(properties)), properties)
+    return b"".join(parts)
+
+
+def encode_batch_encoded(entries: list[tuple[bytes, bytes]]) -> bytes:
+    """:func:`encode_batch` of ``(body, properties)`` entries whose properties are encoded already
+    (``props.encode``'s bytes) and whose flag is 0: the same body, the same errors."""
+    parts: list[bytes] = []
+    pack = _BATCH_HEAD.pack
+    for body, properties in entries:
+        if len(properties) > _PROPERTIES_MAX:
+            raise errors.PropertiesTooLarge("properties", len(properties), _PROPERTIES_MAX)
+        try:
+            head = pack(_BATCH_HEAD.size + len(body) + 2 + len(properties), 0, 0, 0, len(body))
+        except struct.error as exc:
+            raise LocalProtocolError(f"batch entry field out of range: {exc}") from None
+        parts += (head, body, len(properties).to_bytes(2, "big"), properties)
     return b"".join(parts)
 
 

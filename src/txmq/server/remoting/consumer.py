@@ -96,13 +96,11 @@ async def query_offset(
 ) -> RemotingCommand:
     header = QueryConsumerOffsetRequestHeader.from_command(request)
     offset = ctx.broker.get_offset(header.consumer_group, header.topic, header.queue_id)
+    if offset is None and header.set_zero_if_not_found is not False:
+        # as RocketMQ: a young queue is read from 0 by a new group (4.x clients send no setZeroIfNotFound)
+        offset = ctx.broker.new_group_offset(header.topic, header.queue_id)
     if offset is None:
-        if header.set_zero_if_not_found:
-            offset = 0
-        else:
-            return make_response(
-                request, ResponseCode.QUERY_NOT_FOUND, "the group has no offset for this queue"
-            )
+        return make_response(request, ResponseCode.QUERY_NOT_FOUND, "the group has no offset for this queue")
     return make_response(request, ext_fields=QueryConsumerOffsetResponseHeader(offset).to_ext_fields())
 
 

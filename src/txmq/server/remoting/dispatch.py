@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -75,7 +76,10 @@ class BrokerHandler:
             return result
         if isinstance(result, Deferred):
             try:
-                await result.durable
+                # shielded: the future may be shared by a group's appends (``lane_append(shared=True)``),
+                # so cancelling this caller must not cancel it
+                durable = result.durable
+                await (asyncio.shield(durable) if isinstance(durable, asyncio.Future) else durable)
             except Exception as exc:  # noqa: BLE001 - the deferred answer maps it
                 deferred = result.finish(exc)
             else:

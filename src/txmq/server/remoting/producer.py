@@ -23,7 +23,7 @@ from txmq.protocol.remoting.headers import EndTransactionRequestHeader, send_res
 from txmq.protocol.remoting.message_codec import decode_batch_entries
 from txmq.protocol.remoting.send_header import SendFields, parse_send_fields
 from txmq.server.remoting.context import RemotingContext
-from txmq.server.remoting.convert import to_lean, to_message
+from txmq.server.remoting.convert import lean_batch, to_lean, to_message
 from txmq.server.remoting.status import error_response
 from txmq.server.remoting_transport import Deferred, RemotingEndpoint
 
@@ -55,6 +55,9 @@ def _messages(header: SendFields, body: bytes, batch: bool) -> tuple[list[LeanMe
         if lean is not None:
             return [lean], []
         return [], [to_message(header.topic, body, properties, sys_flag)]
+    plain = lean_batch(body, sys_flag)  # a plain batch, read without a dict of properties per entry
+    if plain is not None:
+        return plain, []
     entries = decode_batch_entries(body)
     if not entries:
         raise errors.InvalidArgument("the batch is empty")
@@ -83,7 +86,8 @@ def send(
     if len(lane) > 1:
         return _send_batch(ctx, request, header.topic, lane, context)
     sender = ctx.broker.sender
-    appended = sender.lane_append(header.topic, lane, context)
+    # shared: the transport only adds a done callback to ``durable`` (the handler's await shields it)
+    appended = sender.lane_append(header.topic, lane, context, True)
 
     def answer(exc: Exception | None) -> RemotingCommand | bytes:
         if exc is not None:
