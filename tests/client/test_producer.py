@@ -193,3 +193,46 @@ async def test_back_pressure_when_the_broker_stalls(broker: BrokerProcess, uniqu
     await wait_until(
         lambda: producer._window is not None and producer._window.messages == 0, what="window drained"
     )
+
+
+async def test_send_async_in_place_times_out_with_request_timeout(broker: BrokerProcess, unique: str) -> None:
+    # once the route and connection are known, send_async's first attempt starts without a task: its
+    # timeout must still fire and map to the same error, for the future and the callback alike
+    seen: list[tuple[SendResult | None, BaseException | None]] = []
+    async with Producer(broker.namesrv, send_timeout_s=0.5, retries=0) as producer:
+        await producer.send(Message(unique, b"warm"))
+        broker.pause()
+        try:
+            future = await producer.send_async(Message(unique, b"late"), lambda r, e: seen.append((r, e)))
+            with pytest.raises(errors.RequestTimeout):
+                await future
+        finally:
+            broker.resume()
+        assert producer._window is not None and producer._window.messages == 0
+        assert len(seen) == 1 and seen[0][0] is None and isinstance(seen[0][1], errors.RequestTimeout)
+
+
+async def test_send_async_retries_an_in_place_attempt_that_lost_its_connection(
+    broker: BrokerProcess, unique: str
+) -> None:
+    async with Producer(broker.namesrv, retries=2) as producer:
+        await producer.send(Message(unique, b"warm"))
+        futures = [await producer.send_async(Message(unique, b"%d" % i)) for i in range(20)]
+        channels = producer.transport._pool.channels()  # type: ignore[attr-defined]
+        for channel in channels:
+            await channel.close()  # the sends in flight fail with ConnectionError_ (retriable)
+        results = await asyncio.gather(*futures)
+    # every send was answered by the broker (stored at least once: an attempt written before the
+    # close may be stored too)
+    assert len({r.message_id for r in results}) == 20
+    assert all(r.queue.topic == unique and r.queue_offset >= 0 for r in results)
+
+
+async def test_send_async_spreads_over_queues_like_send(broker: BrokerProcess, unique: str) -> None:
+    async with Producer(broker.namesrv) as producer:
+        await producer.send(Message(unique, b"warm"))
+        queues = await producer.transport.route(unique, for_write=True)
+        futures = [await producer.send_async(Message(unique, b"%d" % i)) for i in range(4 * len(queues))]
+        results = await asyncio.gather(*futures)
+    counts = {q: sum(r.queue == q for r in results) for q in queues}
+    assert set(counts.values()) == {4}, counts

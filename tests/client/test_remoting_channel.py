@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from txmq.client._remoting_channel import RemotingChannel
+from txmq.common import errors
 from txmq.protocol.remoting.codes import ResponseCode
 from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.server.remoting_transport import RemotingEndpoint, serve
@@ -68,4 +71,79 @@ async def test_close_writes_held_oneway_frames_first() -> None:
         await recorder.wait_for(1)
         assert recorder.seen == [(ONEWAY, "last")]
     finally:
+        await server.close()
+
+
+SILENT = 903  # a two-way request the server never answers
+
+
+async def _answer_but_silent(request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand | None:
+    if request.code == SILENT or request.is_oneway:
+        return None
+    return make_response(request, ResponseCode.SUCCESS, ext_fields={"n": request.ext_fields.get("n", "")})
+
+
+async def test_an_unanswered_request_times_out_while_others_are_answered() -> None:
+    server = await serve("127.0.0.1", 0, _answer_but_silent)
+    channel = await RemotingChannel.open(f"127.0.0.1:{server.port}")
+    try:
+        silent = asyncio.ensure_future(channel.request(SILENT, {}, timeout_s=0.3))
+        replies = await asyncio.gather(*(channel.request(REQUEST, {"n": str(i)}) for i in range(50)))
+        assert [r.ext_fields["n"] for r in replies] == [str(i) for i in range(50)]
+        with pytest.raises(errors.RequestTimeout, match=f"request code {SILENT}"):
+            await silent
+        assert channel.in_flight == 0
+        assert channel.is_open  # a timeout does not break the connection
+        assert (await channel.request(REQUEST, {"n": "after"})).ext_fields["n"] == "after"
+    finally:
+        await channel.close()
+        await server.close()
+
+
+async def test_a_shorter_timeout_sent_later_expires_first() -> None:
+    # deadlines are kept in send order per timeout: a short one behind a long one must not wait for it
+    server = await serve("127.0.0.1", 0, _answer_but_silent)
+    channel = await RemotingChannel.open(f"127.0.0.1:{server.port}")
+    try:
+        long = asyncio.ensure_future(channel.request(SILENT, {}, timeout_s=60))
+        await asyncio.sleep(0)
+        with pytest.raises(errors.RequestTimeout):
+            await channel.request(SILENT, {}, timeout_s=0.2)
+        assert not long.done()
+        long.cancel()
+    finally:
+        await channel.close()
+        await server.close()
+
+
+async def test_start_request_resolves_without_a_task_and_fails_on_close() -> None:
+    server = await serve("127.0.0.1", 0, _answer_but_silent)
+    channel = await RemotingChannel.open(f"127.0.0.1:{server.port}")
+    try:
+        futures = [channel.start_request(REQUEST, {"n": str(i)}) for i in range(10)]
+        assert [(await f).ext_fields["n"] for f in futures] == [str(i) for i in range(10)]
+        pending = channel.start_request(SILENT, {}, timeout_s=60)
+        await channel.close()
+        with pytest.raises(errors.ConnectionError_):
+            await pending
+        with pytest.raises(errors.ConnectionError_):
+            channel.start_request(REQUEST, {})
+    finally:
+        await channel.close()
+        await server.close()
+
+
+async def test_answered_requests_behind_an_unanswered_one_do_not_pile_up() -> None:
+    # the sweep waits for the oldest deadline; what was answered meanwhile must not be kept until then
+    server = await serve("127.0.0.1", 0, _answer_but_silent)
+    channel = await RemotingChannel.open(f"127.0.0.1:{server.port}")
+    try:
+        silent = asyncio.ensure_future(channel.request(SILENT, {}, timeout_s=60))
+        for _ in range(20):
+            await asyncio.gather(*(channel.request(REQUEST, {}) for _ in range(500)))
+        kept = sum(len(q) for q in channel._deadlines.values())
+        assert kept <= 2 * channel.in_flight + 1024 + 1
+        silent.cancel()
+    finally:
+        await channel.close()
         await server.close()

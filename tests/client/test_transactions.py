@@ -104,3 +104,56 @@ async def test_async_listener_and_table_listener_get_the_transaction_id(
     assert done == [half.transaction_id]
     assert table.lookup(half.transaction_id or "") == "C"
     engine.dispose()
+
+
+async def test_cancelled_while_the_local_transaction_runs_leaves_it_to_check_back(
+    broker: BrokerProcess, unique: str
+) -> None:
+    """The blocking listener runs in the pool; a caller cancelled meanwhile gets CancelledError, no
+    decision is sent (whatever the listener returns later), and the check-back settles the half."""
+    import asyncio
+
+    started, release = threading.Event(), threading.Event()
+
+    class Slow(Listener):
+        def execute_local_transaction(self, msg: MessageView, arg: Any) -> LocalTransactionState:
+            if msg.body == b"slow":
+                started.set()
+                release.wait(30)
+            return super().execute_local_transaction(msg, arg)
+
+    listener = Slow()
+    async with TransactionProducer(f"pg{unique}", listener, broker.namesrv) as producer:
+        # a first transaction: the route and the connection are then known (the in-place paths)
+        await producer.send_message_in_transaction(
+            Message(unique, b"first"), LocalTransactionState.COMMIT_MESSAGE
+        )
+        task = asyncio.ensure_future(
+            producer.send_message_in_transaction(
+                Message(unique, b"slow"), LocalTransactionState.ROLLBACK_MESSAGE
+            )
+        )
+        await wait_until(started.is_set, what="the slow local transaction started")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        release.set()  # the listener answers ROLLBACK now: nobody sends it
+        await wait_until(lambda: len(listener.checked) >= 1, what="the check-back of the cancelled one")
+        got = await read_all(broker, unique, 2)
+    assert sorted(m.body for m in got) == [b"first", b"slow"]  # the check-back answered COMMIT
+
+
+def test_transactional_copy_keeps_every_field() -> None:
+    """``_transactional`` spells Message's fields out: a field added to Message must be carried too."""
+    import dataclasses
+
+    from txmq.client._transaction import _transactional
+
+    values: dict[str, Any] = {
+        "topic": "t", "body": b"x", "tags": "a", "keys": ("k",), "properties": {"p": "q"},
+        "message_group": None, "delivery_timestamp_ms": 123, "delay_level": 3, "message_id": "id",
+        "transactional": False, "check_immunity_s": 5,
+    }  # fmt: skip
+    assert {f.name for f in dataclasses.fields(Message)} == set(values)  # a new field: add it above
+    message = Message(**values)
+    assert _transactional(message) == dataclasses.replace(message, transactional=True)

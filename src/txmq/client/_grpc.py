@@ -43,6 +43,7 @@ from txmq.client._transport import (
     PullBatch,
     PullStatus,
     Registrations,
+    SendDone,
     TransactionRef,
 )
 from txmq.common import errors, limits, names
@@ -379,6 +380,19 @@ class GrpcTransport:
             self._topics.add(topic)
             if self._registrations.producer_groups:
                 await self._announce()
+
+    def cached_write_queues(self, topic: str) -> Sequence[MessageQueue] | None:
+        return None  # the server places messages; sends go through ``send``
+
+    def start_send(
+        self, mq: MessageQueue, message: Message, *, producer_group: str, timeout_s: float, done: SendDone
+    ) -> bool:
+        return False
+
+    def start_end_transaction(
+        self, ref: TransactionRef, *, producer_group: str, commit: bool | None, from_check: bool
+    ) -> bool:
+        return False  # EndTransaction is a unary call: ``end_transaction``
 
     async def send(
         self, mq: MessageQueue | None, messages: Sequence[Message], *, producer_group: str, timeout_s: float

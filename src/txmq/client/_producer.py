@@ -64,11 +64,13 @@ class Producer:
         self.retries = retries
         self.transport = make_transport(endpoints, transport, request_timeout_s=send_timeout_s)
         self._owns_transport = isinstance(transport, str)
+        self._queue_selection = self.transport.supports(Feature.QUEUE_SELECTION)
         self._backoff = backoff or Backoff(initial_s=0.02, max_s=1.0)
         self._max_in_flight = (max_in_flight, max_in_flight_bytes)
         self._window: InFlightWindow | None = None
         self._round_robin = itertools.count()
         self._pending: set[asyncio.Future[SendResult]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.status = ClientStatus.CREATED
 
     async def start(self) -> None:
@@ -76,6 +78,7 @@ class Producer:
         if self.status is ClientStatus.RUNNING:
             return
         self._window = InFlightWindow(*self._max_in_flight)
+        self._loop = asyncio.get_running_loop()
         await self.transport.start()
         await self.transport.register_producer(self.group)
         self.status = ClientStatus.RUNNING
@@ -136,8 +139,10 @@ class Producer:
             return chosen, True
         if message.message_group is not None:
             return None, True  # the broker hashes the group to a queue, the same on every transport
-        queues = await self.transport.route(message.topic, for_write=True)
-        return queues[(next(self._round_robin) + attempt) % len(queues)], False
+        known = self.transport.cached_write_queues(message.topic)
+        if not known:
+            known = await self.transport.route(message.topic, for_write=True)
+        return known[(next(self._round_robin) + attempt) % len(known)], False
 
     # ---- sends ----------------------------------------------------------------------------------
     async def _send_with_retries(
@@ -147,10 +152,10 @@ class Producer:
         arg: Any,
         queue: MessageQueue | None,
         timeout_s: float,
+        attempt: int = 0,
     ) -> list[SendResult]:
         if queue is not None and not self.transport.supports(Feature.QUEUE_SELECTION):
             raise errors.Unsupported(f"the {self.transport.name} server chooses the queue of a send")
-        attempt = 0
         while True:
             mq, _pinned = (
                 (queue, True) if queue is not None else await self._pick(messages[0], selector, arg, attempt)
@@ -158,12 +163,18 @@ class Producer:
             try:
                 return await self.transport.send(mq, messages, producer_group=self.group, timeout_s=timeout_s)
             except errors.TxmqError as exc:
-                if not exc.retriable or attempt >= self.retries or self.status is not ClientStatus.RUNNING:
-                    raise
-                log.debug("send to %s failed (%s), retry %d", mq, exc, attempt + 1)
-                self.transport.invalidate_route(messages[0].topic)
-                await asyncio.sleep(self._backoff.delay_s(attempt))
+                await self._before_retry(exc, attempt, mq, messages[0].topic)
                 attempt += 1
+
+    async def _before_retry(
+        self, exc: errors.TxmqError, attempt: int, mq: MessageQueue | None, topic: str
+    ) -> None:
+        """Re-raise ``exc`` unless attempt ``attempt`` (0: the first) may be retried; else pause."""
+        if not self._may_retry(exc, attempt):
+            raise exc
+        log.debug("send to %s failed (%s), retry %d", mq, exc, attempt + 1)
+        self.transport.invalidate_route(topic)
+        await asyncio.sleep(self._backoff.delay_s(attempt))
 
     async def send(
         self,
@@ -186,9 +197,20 @@ class Producer:
         self._validate(message)
         nbytes = entry_bytes(message)
         timeout = timeout_s or self.send_timeout_s
-        await window.acquire(nbytes, timeout)
+        if not window.try_acquire(nbytes):
+            await window.acquire(nbytes, timeout)
         try:
-            return (await self._send_with_retries([message], selector, arg, queue, timeout))[0]
+            if queue is None or not self._queue_selection:
+                return (await self._send_with_retries([message], selector, arg, queue, timeout))[0]
+            # a pinned queue: the first attempt without the retry loop's coroutine
+            try:
+                results = await self.transport.send(
+                    queue, [message], producer_group=self.group, timeout_s=timeout
+                )
+            except errors.TxmqError as exc:
+                await self._before_retry(exc, 0, queue, message.topic)
+                results = await self._send_with_retries([message], None, None, queue, timeout, attempt=1)
+            return results[0]
         finally:
             window.release(nbytes)
 
@@ -211,29 +233,65 @@ class Producer:
         window = self._require_running()
         self._validate(message)
         nbytes = entry_bytes(message)
-        await window.acquire(nbytes, self.send_timeout_s)
-        task = asyncio.get_running_loop().create_task(
-            self._send_with_retries([message], selector, arg, None, self.send_timeout_s)
-        )
-        future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
+        if not window.try_acquire(nbytes):
+            await window.acquire(nbytes, self.send_timeout_s)
+        loop = self._loop or asyncio.get_running_loop()  # cached: 3.11's getpid() per call is a syscall
+        future: asyncio.Future[SendResult] = loop.create_future()
         self._pending.add(future)
 
-        def done(t: asyncio.Task[list[SendResult]]) -> None:
+        def finish(result: SendResult | None, error: BaseException | None) -> None:
             window.release(nbytes)
             self._pending.discard(future)
-            error = t.exception() if not t.cancelled() else asyncio.CancelledError()
-            if error is None:
-                future.set_result(t.result()[0])
-            else:
-                future.set_exception(error)
+            if not future.done():  # the caller may have cancelled it
+                if error is None:
+                    future.set_result(result)  # type: ignore[arg-type]
+                else:
+                    future.set_exception(error)
             if callback is not None:
                 try:
-                    callback(None if error else t.result()[0], error)
+                    callback(result, error)
                 except Exception:
                     log.exception("send callback raised")
 
-        task.add_done_callback(done)
+        def task_done(t: asyncio.Task[list[SendResult]]) -> None:
+            error = t.exception() if not t.cancelled() else asyncio.CancelledError()
+            finish(None if error else t.result()[0], error)
+
+        def first_done(result: SendResult | None, error: BaseException | None) -> None:
+            if not isinstance(error, errors.TxmqError) or not self._may_retry(error, 0):
+                finish(result, error)
+                return
+            retry = loop.create_task(self._retry_async(message, error, mq))
+            retry.add_done_callback(task_done)
+
+        # The common case (the route is known, the connection open, no ordering): the first attempt
+        # starts here and its answer completes the future from the read callback, with no task per
+        # message; a retriable failure goes on in a task, as every send does otherwise.
+        mq: MessageQueue | None = None
+        if selector is None and message.message_group is None:
+            queues = self.transport.cached_write_queues(message.topic)
+            if queues:
+                mq = queues[next(self._round_robin) % len(queues)]
+                try:
+                    if self.transport.start_send(
+                        mq, message, producer_group=self.group, timeout_s=self.send_timeout_s, done=first_done
+                    ):
+                        return future
+                except errors.TxmqError:
+                    pass  # not sent; the general way below sends it again and reports what fails
+        task = loop.create_task(self._send_with_retries([message], selector, arg, None, self.send_timeout_s))
+        task.add_done_callback(task_done)
         return future
+
+    def _may_retry(self, error: errors.TxmqError, attempt: int) -> bool:
+        return error.retriable and attempt < self.retries and self.status is ClientStatus.RUNNING
+
+    async def _retry_async(
+        self, message: Message, error: errors.TxmqError, mq: MessageQueue | None
+    ) -> list[SendResult]:
+        """``send_async``'s retries after a first attempt started in place failed with ``error``."""
+        await self._before_retry(error, 0, mq, message.topic)
+        return await self._send_with_retries([message], None, None, None, self.send_timeout_s, attempt=1)
 
     async def send_oneway(
         self, message: Message, *, selector: MessageQueueSelector | None = None, arg: Any = None

@@ -37,6 +37,7 @@ from txmq.client._transport import (
     PullStatus,
     RawPullBatch,
     Registrations,
+    SendDone,
     TransactionRef,
 )
 from txmq.common import errors, limits, msgid, names
@@ -55,7 +56,8 @@ from txmq.protocol.remoting.codes import (
     ResponseCode,
 )
 from txmq.protocol.remoting.command import RemotingCommand, make_response
-from txmq.protocol.remoting.message_codec import BatchMessage, decode_message, encode_batch
+from txmq.protocol.remoting.frame import json_quote
+from txmq.protocol.remoting.message_codec import decode_message
 from txmq.protocol.remoting.status import error_for_response
 
 log = logging.getLogger(__name__)
@@ -74,6 +76,22 @@ _PULL_STATUS = {
 }
 _DECISION = {True: TRANSACTION_COMMIT_TYPE, False: TRANSACTION_ROLLBACK_TYPE, None: TRANSACTION_NOT_TYPE}
 _instance = itertools.count()
+
+
+def _end_fields(
+    ref: TransactionRef, producer_group: str, commit: bool | None, from_check: bool
+) -> dict[str, str]:
+    """END_TRANSACTION's extFields for ``ref``."""
+    offset = ref.commit_log_offset
+    if offset < 0 and ref.offset_message_id:
+        parsed = msgid.parse_offset_message_id(ref.offset_message_id)
+        offset = parsed[2] if parsed else -1
+    header = headers.EndTransactionRequestHeader(
+        producer_group=producer_group, tran_state_table_offset=ref.queue_offset, commit_log_offset=offset,
+        commit_or_rollback=_DECISION[commit], msg_id=ref.message_id,
+        topic=ref.topic, from_transaction_check=from_check, transaction_id=ref.transaction_id,
+    )  # fmt: skip
+    return header.to_ext_fields()
 
 
 def new_client_id() -> str:
@@ -135,6 +153,7 @@ class RemotingTransport:
         self._reconnect_hooks: list[OnReconnect] = []
         self._ids_changed_hooks: list[Callable[[str], Awaitable[None]]] = []
         self._heartbeat_task: asyncio.Task[None] | None = None
+        self._headers = _SendHeaders()
 
     def supports(self, feature: Feature) -> bool:
         return feature is not Feature.POP
@@ -177,7 +196,7 @@ class RemotingTransport:
 
     async def _on_request(self, channel: RemotingChannel, cmd: RemotingCommand) -> RemotingCommand | None:
         if cmd.code == RequestCode.CHECK_TRANSACTION_STATE:
-            await self._on_check(cmd)
+            await self._on_check(cmd, channel.addr)
             return None
         if cmd.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             group = cmd.ext_fields.get("consumerGroup", "")
@@ -186,7 +205,7 @@ class RemotingTransport:
             return None
         return make_response(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"code {cmd.code} not served")
 
-    async def _on_check(self, cmd: RemotingCommand) -> None:
+    async def _on_check(self, cmd: RemotingCommand, broker_addr: str) -> None:
         header = headers.CheckTransactionStateRequestHeader.from_command(cmd)
         wire, _ = decode_message(cmd.body)
         transaction_id = header.transaction_id or wire.properties.get("__transactionId__") or ""
@@ -194,7 +213,7 @@ class RemotingTransport:
         ref = TransactionRef(
             topic=view.topic, message_id=header.msg_id or view.message_id, transaction_id=transaction_id,
             commit_log_offset=header.commit_log_offset, queue_offset=header.tran_state_table_offset,
-            offset_message_id=header.offset_msg_id,
+            offset_message_id=header.offset_msg_id, broker_addr=broker_addr,
         )  # fmt: skip
         group = wire.properties.get("PGROUP", "")
         if self._check_handler is not None:
@@ -339,9 +358,13 @@ class RemotingTransport:
         self, mq: MessageQueue, messages: Sequence[Message], producer_group: str, queue_id: int
     ) -> tuple[int, dict[str, str], bytes, list[str]]:
         now = int(time.time() * 1000)
-        ids = [m.message_id or msgid.new_message_id(now) for m in messages]
         first = messages[0]
         batch = len(messages) > 1
+        if batch:  # the ids a batch lacks made at once (the same ids as a call per message)
+            fresh = iter(msgid.new_message_ids(now, sum(1 for m in messages if not m.message_id)))
+            ids = [m.message_id or next(fresh) for m in messages]
+        else:
+            ids = [first.message_id or msgid.new_message_id(now)]
         ext = headers.send_v2_fields(
             producer_group or "DEFAULT_PRODUCER", mq.topic, names.DEFAULT_TOPIC,
             limits.queues_per_topic_default, queue_id, conv.sys_flag_of(first), now,
@@ -350,36 +373,69 @@ class RemotingTransport:
         )  # fmt: skip
         if not batch:
             return RequestCode.SEND_MESSAGE_V2, ext, bytes(first.body), ids
-        entries = [
-            BatchMessage(bytes(m.body), conv.message_properties(m, i, producer_group))
-            for m, i in zip(messages, ids, strict=True)
-        ]
-        return RequestCode.SEND_BATCH_MESSAGE, ext, encode_batch(entries), ids
+        return RequestCode.SEND_BATCH_MESSAGE, ext, conv.batch_body(messages, ids, producer_group), ids
+
+    def _single_request(
+        self, mq: MessageQueue, message: Message, producer_group: str, queue_id: int
+    ) -> tuple[str, bytes, str]:
+        """``_send_request`` of one message with the header rendered as JSON text: its constant
+        fields once per queue (``_SendHeaders``), only the time and the properties per message."""
+        now = int(time.time() * 1000)
+        message_id = message.message_id or msgid.new_message_id(now)
+        properties = _props_text(conv.message_properties(message, message_id, producer_group))
+        head, tail = self._headers.parts(producer_group, mq, queue_id, conv.sys_flag_of(message))
+        return (
+            f"{head}{now}{_BORN_TO_PROPERTIES}{json_quote(properties)}{tail}",
+            bytes(message.body),
+            message_id,
+        )
 
     async def send(
         self, mq: MessageQueue | None, messages: Sequence[Message], *, producer_group: str, timeout_s: float
     ) -> list[SendResult]:
         target = mq or await self._any_mq(messages[0].topic)
-        code, ext, body, ids = self._send_request(
-            target, messages, producer_group, -1 if mq is None else mq.queue_id
-        )
-        response = await self._call(await self._addr(target), code, ext, body, timeout_s=timeout_s)
-        if response.code not in _SEND_OK:
-            raise error_for_response(response.code, response.remark)
-        answer = headers.parse_send_response(response.ext_fields)
-        queue = MessageQueue(target.topic, answer.queue_id, target.broker_name)
-        offset_ids = answer.msg_id.split(",")
-        return [
-            SendResult(
-                message_id=ids[i],
-                queue=queue,
-                queue_offset=answer.queue_offset + i,
-                transaction_id=answer.transaction_id,
-                offset_message_id=offset_ids[i] if i < len(offset_ids) else None,
-                recall_handle=answer.recall_handle,
+        queue_id = -1 if mq is None else mq.queue_id
+        # the address and the channel are known but for the first send (or after a reconnect): look
+        # them up without a coroutine each
+        addr = self._broker_addrs.get(target.broker_name) or await self._addr(target)
+        channel = self._pool.open_channel(addr) or await self._pool.get(addr)
+        if len(messages) == 1:
+            ext_json, body, message_id = self._single_request(target, messages[0], producer_group, queue_id)
+            future = channel.start_json_request(
+                RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s
             )
-            for i in range(len(messages))
-        ]
+            return _send_results(target, [message_id], await channel.answer(future))
+        code, ext, body, ids = self._send_request(target, messages, producer_group, queue_id)
+        response = await channel.request(code, ext, body, timeout_s=timeout_s)
+        return _send_results(target, ids, response)
+
+    def cached_write_queues(self, topic: str) -> Sequence[MessageQueue] | None:
+        route = self._routes.get(topic)
+        if route is None or not route.write or time.monotonic() - route.fetched_at > self.route_ttl_s:
+            return None
+        return route.write
+
+    def start_send(
+        self, mq: MessageQueue, message: Message, *, producer_group: str, timeout_s: float, done: SendDone
+    ) -> bool:
+        addr = self._broker_addrs.get(mq.broker_name)
+        channel = None if addr is None else self._pool.open_channel(addr)
+        if channel is None:
+            return False
+        ext_json, body, message_id = self._single_request(mq, message, producer_group, mq.queue_id)
+        future = channel.start_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s)
+        ids = [message_id]
+
+        def answered(future: asyncio.Future[RemotingCommand]) -> None:
+            try:
+                result = _send_results(mq, ids, future.result())[0]
+            except BaseException as exc:  # noqa: BLE001 - handed to ``done``, as ``send`` would raise it
+                done(None, exc)
+            else:
+                done(result, None)
+
+        future.add_done_callback(answered)
+        return True
 
     async def send_oneway(self, mq: MessageQueue | None, message: Message, *, producer_group: str) -> None:
         target = mq or await self._any_mq(message.topic)
@@ -397,6 +453,27 @@ class RemotingTransport:
         channel = await self._pool.get(addr)
         await channel.oneway(RequestCode.END_TRANSACTION, ext)
 
+    def start_end_transaction(
+        self, ref: TransactionRef, *, producer_group: str, commit: bool | None, from_check: bool
+    ) -> bool:
+        """``end_transaction`` without a coroutine when the topic's route is cached and its broker's
+        connection open (the same broker ``end_transaction`` picks); False (nothing sent) otherwise."""
+        addr = ref.broker_addr
+        if addr is None:
+            name = ref.broker_name
+            if name is None:
+                queues = self.cached_write_queues(ref.topic)
+                if not queues:
+                    return False
+                name = queues[0].broker_name
+            addr = self._broker_addrs.get(name)
+        channel = None if addr is None else self._pool.open_channel(addr)
+        if channel is None:
+            return False
+        ext = _end_fields(ref, producer_group, commit, from_check)
+        channel.start_oneway(RequestCode.END_TRANSACTION, ext)
+        return True
+
     async def end_transaction_acked(
         self, ref: TransactionRef, *, producer_group: str, commit: bool | None, from_check: bool
     ) -> None:
@@ -411,17 +488,15 @@ class RemotingTransport:
     async def _end_request(
         self, ref: TransactionRef, producer_group: str, commit: bool | None, from_check: bool
     ) -> tuple[str, dict[str, str]]:
-        offset = ref.commit_log_offset
-        if offset < 0 and ref.offset_message_id:
-            parsed = msgid.parse_offset_message_id(ref.offset_message_id)
-            offset = parsed[2] if parsed else -1
-        header = headers.EndTransactionRequestHeader(
-            producer_group=producer_group, tran_state_table_offset=ref.queue_offset, commit_log_offset=offset,
-            commit_or_rollback=_DECISION[commit], msg_id=ref.message_id,
-            topic=ref.topic, from_transaction_check=from_check, transaction_id=ref.transaction_id,
-        )  # fmt: skip
-        mq = await self._any_mq(ref.topic)
-        return await self._addr(mq), header.to_ext_fields()
+        # the broker holding the half: the one that asked (a check), the one it was sent to, or (a
+        # reference from elsewhere, naming neither) the topic's first
+        if ref.broker_addr is not None:
+            addr = ref.broker_addr
+        elif ref.broker_name is not None:
+            addr = await self._addr(MessageQueue(ref.topic, 0, ref.broker_name))
+        else:
+            addr = await self._addr(await self._any_mq(ref.topic))
+        return addr, _end_fields(ref, producer_group, commit, from_check)
 
     # ---- offset consuming ---------------------------------------------------------------------------
     async def pull(
@@ -475,7 +550,9 @@ class RemotingTransport:
         return RawPullBatch(status, body, answer.next_begin_offset, answer.min_offset, answer.max_offset)
 
     async def query_offset(self, group: str, mq: MessageQueue) -> int | None:
-        header = headers.QueryConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id)
+        # False: a group without an offset is None here (then consume_from decides), never the 0 a
+        # broker gives a young queue when asked without it
+        header = headers.QueryConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id, False)
         response = await self._call(
             await self._addr(mq), RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext_fields()
         )
@@ -559,6 +636,72 @@ def _no_pop() -> errors.Unsupported:
         "receive/ack/change_invisible_duration (POP) are not served by txmq's remoting door; "
         "use transport='grpc' for a SimpleConsumer, or a PushConsumer/PullConsumer over remoting"
     )
+
+
+_BORN_TO_PROPERTIES = '","h":"0","i":'  # the SEND_MESSAGE_V2 header between born time and properties
+
+
+class _SendHeaders:
+    """The constant parts of SEND_MESSAGE_V2 headers as JSON text, per (group, queue, flag): the
+    fields before the born time, and those after the properties, rendered as ``headers.send_v2_fields``
+    and ``frame`` would (tests/unit/test_remoting_frame.py compares the frames byte for byte)."""
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self._parts: dict[tuple[str, str, int, int, str], tuple[str, str]] = {}
+        self._max_entries = max_entries
+
+    def parts(self, producer_group: str, mq: MessageQueue, queue_id: int, sys_flag: int) -> tuple[str, str]:
+        key = (producer_group, mq.topic, queue_id, sys_flag, mq.broker_name)
+        parts = self._parts.get(key)
+        if parts is None:
+            if len(self._parts) >= self._max_entries:
+                self._parts.clear()
+            parts = self._parts[key] = _render_parts(producer_group, mq, queue_id, sys_flag)
+        return parts
+
+
+def _render_parts(producer_group: str, mq: MessageQueue, queue_id: int, sys_flag: int) -> tuple[str, str]:
+    ext = headers.send_v2_fields(
+        producer_group or "DEFAULT_PRODUCER", mq.topic, names.DEFAULT_TOPIC, limits.queues_per_topic_default,
+        queue_id, sys_flag, 0, "", False, mq.broker_name,
+    )  # fmt: skip
+    items = [json_quote(k) + ":" + json_quote(v) for k, v in ext.items()]
+    keys = list(ext)
+    born, after = keys.index("g"), keys.index("i") + 1
+    head = "{" + ",".join(items[:born]) + ',"g":"'
+    if ext["h"] != "0" or keys[born + 1 : after] != ["h", "i"]:
+        raise AssertionError("send_v2_fields changed its layout: update _BORN_TO_PROPERTIES")
+    return head, "".join("," + item for item in items[after:]) + "}"
+
+
+def _send_results(target: MessageQueue, ids: list[str], response: RemotingCommand) -> list[SendResult]:
+    """The results of a send to ``target`` of messages ``ids``; raises what the response code means."""
+    if response.code not in _SEND_OK:
+        raise error_for_response(response.code, response.remark)
+    answer = headers.parse_send_response(response.ext_fields)
+    queue = (
+        target
+        if answer.queue_id == target.queue_id
+        else MessageQueue(target.topic, answer.queue_id, target.broker_name)
+    )
+    if len(ids) == 1:
+        offset_id = answer.msg_id.split(",", 1)[0]
+        return [
+            SendResult(
+                ids[0], queue, answer.queue_offset, answer.transaction_id, offset_id, answer.recall_handle
+            )
+        ]
+    offset_ids = answer.msg_id.split(",")
+    base, transaction_id, recall_handle, known = (
+        answer.queue_offset, answer.transaction_id, answer.recall_handle, len(offset_ids)
+    )  # fmt: skip
+    # positional: a class call with keywords builds a dict of them, one result per message
+    return [
+        SendResult(
+            ids[i], queue, base + i, transaction_id, offset_ids[i] if i < known else None, recall_handle
+        )
+        for i in range(len(ids))
+    ]
 
 
 def _props_text(properties: dict[str, str]) -> str:

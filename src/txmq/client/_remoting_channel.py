@@ -19,6 +19,7 @@ new one on the next request, pausing with back-off and jitter after consecutive 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import random
@@ -43,6 +44,7 @@ ConnectHook = Callable[["RemotingChannel"], Awaitable[None]]
 
 _READ_BYTES: Final = 256 * 1024
 _DRAIN_ABOVE_BYTES: Final = 1 << 20
+_DEADLINE_SLACK: Final = 1024  # answered entries a deadline queue may hold beyond twice those in flight
 
 
 def split_addr(addr: str) -> tuple[str, int]:
@@ -72,6 +74,10 @@ class RemotingChannel:
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
         self._held: list[bytes] = []  # frames written at the end of this loop turn
+        # (deadline, opaque, code) of requests in send order, one queue per timeout; see _track_deadline
+        self._deadlines: dict[float, collections.deque[tuple[float, int, int]]] = {}
+        self._sweep_timer: asyncio.TimerHandle | None = None
+        self._sweep_at: float | None = None
         self._loop = asyncio.get_running_loop()
         self.answered = False  # a response arrived: the peer behind this socket really serves
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
@@ -99,33 +105,108 @@ class RemotingChannel:
         self, code: int, ext_fields: dict[str, str], body: bytes = b"", *, timeout_s: float = 3.0
     ) -> RemotingCommand:
         """Send a request and await its response (any response code; the caller interprets it)."""
+        future = self.start_request(code, ext_fields, body, timeout_s=timeout_s)
+        if self._writer.transport.get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
+            await self._write(b"")
+        return await future
+
+    async def answer(self, future: asyncio.Future[RemotingCommand]) -> RemotingCommand:
+        """Await the response of a ``start_json_request`` (after the socket buffer drained, if large)."""
+        if self._writer.transport.get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
+            await self._write(b"")
+        return await future
+
+    def start_request(
+        self, code: int, ext_fields: dict[str, str], body: bytes = b"", *, timeout_s: float = 3.0
+    ) -> asyncio.Future[RemotingCommand]:
+        """Send a request without waiting: the future gets the response, or ``RequestTimeout`` after
+        ``timeout_s``, or ``ConnectionError_`` if the connection breaks first. The frame is written at
+        once when nothing else is in flight or held, else with the others at the end of this loop turn.
+        Nothing waits for the socket buffer to drain (``request`` does)."""
         if self._closed:
             raise errors.ConnectionError_(f"connection to {self.addr} is closed")
         cmd = self._conn.new_request(code, ext_fields, body)
-        loop = self._loop
-        future: asyncio.Future[RemotingCommand] = loop.create_future()
+        return self._started(cmd.opaque, code, self._conn.send(cmd), timeout_s)
+
+    def start_json_request(
+        self, code: int, ext_json: str, body: bytes, *, timeout_s: float
+    ) -> asyncio.Future[RemotingCommand]:
+        """``start_request`` with the extFields already rendered as JSON text (see
+        ``RemotingConnection.send_json_request``)."""
+        if self._closed:
+            raise errors.ConnectionError_(f"connection to {self.addr} is closed")
+        opaque, data = self._conn.send_json_request(code, ext_json, body)
+        return self._started(opaque, code, data, timeout_s)
+
+    def _started(
+        self, opaque: int, code: int, data: bytes, timeout_s: float
+    ) -> asyncio.Future[RemotingCommand]:
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
         futures = self._futures
         alone = not futures and not self._held
-        futures[cmd.opaque] = future
-        # a timer handle, not asyncio.wait_for: no extra future and callbacks per request
-        timer = loop.call_later(timeout_s, self._expire, cmd.opaque, code, timeout_s)
+        futures[opaque] = future
+        self._track_deadline(opaque, code, timeout_s)
+        if not alone:
+            self._hold(data)
+            return future
         try:
-            data = self._conn.send(cmd)
-            if alone:
-                await self._write(data)
+            self._writer.write(data)
+        except (OSError, RuntimeError) as exc:
+            self._fail(f"write failed: {exc}")
+            future.exception()  # failed just above; raised here instead
+            raise errors.ConnectionError_(f"connection to {self.addr} failed: {exc}") from None
+        return future
+
+    def _track_deadline(self, opaque: int, code: int, timeout_s: float) -> None:
+        """Remember when ``opaque`` times out. Requests of one timeout expire in the order they were
+        sent, so each timeout has a queue in send order and one timer serves the channel (no timer
+        handle per request); answered requests leave their queue when the sweep passes them."""
+        deadline = self._loop.time() + timeout_s
+        queue = self._deadlines.get(timeout_s)
+        if queue is None:
+            queue = self._deadlines[timeout_s] = collections.deque()
+        queue.append((deadline, opaque, code))
+        if len(queue) > 2 * len(self._futures) + _DEADLINE_SLACK:
+            # a request left unanswered holds the sweep at its deadline: drop the answered behind it
+            futures = self._futures
+            kept = [entry for entry in queue if entry[1] in futures]
+            queue.clear()
+            queue.extend(kept)
+        if self._sweep_at is None or deadline < self._sweep_at:
+            if self._sweep_timer is not None:
+                self._sweep_timer.cancel()
+            self._sweep_at = deadline
+            self._sweep_timer = self._loop.call_at(deadline, self._sweep)
+
+    def _sweep(self) -> None:
+        """Fail the requests whose deadline has passed; re-arm for the earliest one still waiting."""
+        self._sweep_timer = self._sweep_at = None
+        now = self._loop.time()
+        futures = self._futures
+        earliest: float | None = None
+        for timeout_s, queue in list(self._deadlines.items()):
+            while queue:
+                deadline, opaque, code = queue[0]
+                if opaque in futures:
+                    if deadline > now:
+                        break
+                    self._expire(opaque, code, timeout_s)
+                queue.popleft()
+            if queue:
+                head = queue[0][0]
+                earliest = head if earliest is None or head < earliest else earliest
             else:
-                self._hold(data)
-                if self._writer.transport.get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
-                    await self._write(b"")
-            return await future
-        finally:
-            timer.cancel()
-            futures.pop(cmd.opaque, None)
+                del self._deadlines[timeout_s]
+        if earliest is not None and not self._closed:
+            self._sweep_at = earliest
+            self._sweep_timer = self._loop.call_at(earliest, self._sweep)
 
     def _expire(self, opaque: int, code: int, timeout_s: float) -> None:
-        future = self._futures.get(opaque)
-        if future is not None and not future.done():
-            self._conn.forget(opaque)
+        future = self._futures.pop(opaque, None)
+        if future is None:
+            return
+        self._conn.forget(opaque)  # also when its caller cancelled it: nothing waits for the answer
+        if not future.done():
             future.set_exception(
                 errors.RequestTimeout(
                     f"no answer from {self.addr} to request code {code} within {timeout_s:.3g}s"
@@ -135,6 +216,10 @@ class RemotingChannel:
     async def oneway(self, code: int, ext_fields: dict[str, str], body: bytes = b"") -> None:
         """Send a request that gets no response (written at the end of this loop turn, or with the next
         write before it; not acknowledged)."""
+        self.start_oneway(code, ext_fields, body)
+
+    def start_oneway(self, code: int, ext_fields: dict[str, str], body: bytes = b"") -> None:
+        """``oneway`` without a coroutine: the frame is held for this loop turn's write."""
         if self._closed:
             raise errors.ConnectionError_(f"connection to {self.addr} is closed")
         self._hold(self._conn.send(self._conn.new_request(code, ext_fields, body, oneway=True)))
@@ -198,7 +283,7 @@ class RemotingChannel:
                 return True
             if isinstance(event, Response):
                 self.answered = True
-                future = self._futures.get(event.command.opaque)
+                future = self._futures.pop(event.command.opaque, None)
                 if future is not None and not future.done():
                     future.set_result(event.command)
             elif isinstance(event, RemotingCommand):
@@ -229,7 +314,12 @@ class RemotingChannel:
             return
         self._closed = True
         log.debug("connection to %s: %s", self.addr, reason)
-        for future in self._futures.values():
+        if self._sweep_timer is not None:
+            self._sweep_timer.cancel()
+            self._sweep_timer = self._sweep_at = None
+        self._deadlines.clear()
+        futures, self._futures = self._futures, {}
+        for future in futures.values():
             if not future.done():
                 future.set_exception(errors.ConnectionError_(f"connection to {self.addr} {reason}"))
         self._writer.close()
@@ -268,6 +358,11 @@ class ChannelPool:
 
     def channels(self) -> list[RemotingChannel]:
         return [c for c in self._channels.values() if c.is_open]
+
+    def open_channel(self, addr: str) -> RemotingChannel | None:
+        """The open channel to ``addr``, or None (then ``get`` connects)."""
+        channel = self._channels.get(addr)
+        return channel if channel is not None and channel.is_open else None
 
     async def get(self, addr: str) -> RemotingChannel:
         """An open channel to ``addr``, connecting (after a back-off pause if it failed before)."""

@@ -8,13 +8,20 @@ topic in ``RETRY_TOPIC``, which the view restores so listeners see the topic the
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import cast
 
-from txmq.common import errors, msgid
+from txmq.common import errors, limits, msgid
 from txmq.common import properties as props
 from txmq.common.message import Message, MessageType, MessageView
 from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
-from txmq.protocol.remoting.message_codec import PulledFields, WireMessage, decode_messages, decode_pulled
+from txmq.protocol.remoting.message_codec import (
+    PulledFields,
+    WireMessage,
+    decode_messages,
+    decode_pulled,
+    encode_batch_encoded,
+)
 
 
 def message_properties(message: Message, message_id: str, producer_group: str) -> dict[str, str]:
@@ -38,6 +45,60 @@ def message_properties(message: Message, message_id: str, producer_group: str) -
     if producer_group:
         result[props.PRODUCER_GROUP] = producer_group
     return result
+
+
+_PLAIN_PROPERTIES_MAX = min(limits.properties_bytes_max, 0x7FFF)  # props.encode's and a batch entry's
+
+
+def batch_body(messages: Sequence[Message], ids: Sequence[str], producer_group: str) -> bytes:
+    """The SEND_BATCH_MESSAGE body of ``messages`` (``ids``: their message ids): byte for byte
+    ``encode_batch([BatchMessage(bytes(m.body), message_properties(m, i, producer_group)) ...])``
+    (tests/property/test_batch_body.py).
+
+    A plain message (no user properties, no delay, not transactional) has its properties laid out
+    by one format, checked by two separator counts as ``props.encode`` checks them; any other
+    message, or a plain one whose values hold a separator, is not UTF-8 or is too long, takes
+    ``message_properties`` and ``props.encode``, which raise their errors in message order."""
+    group_part = f"{props.PRODUCER_GROUP}\x01{producer_group}\x02" if producer_group else ""
+    group_pairs = 1 if producer_group else 0
+    entries: list[tuple[bytes, bytes]] = []
+    for message, message_id in zip(messages, ids, strict=True):
+        # getattr: compiled, ``message.body`` is checked to be bytes, and a body may be a bytearray
+        raw: object = getattr(message, "body")  # noqa: B009
+        body = raw if type(raw) is bytes else bytes(cast("bytearray | memoryview", raw))
+        if (
+            message.properties
+            or message.delay_level
+            or message.delivery_timestamp_ms is not None
+            or message.transactional
+        ):
+            entries.append((body, props.encode(message_properties(message, message_id, producer_group))))
+            continue
+        tags = message.tags
+        keys = message.keys
+        group = message.message_group
+        pairs = 1 + group_pairs
+        text = f"{props.UNIQ_KEY}\x01{message_id}\x02"
+        if keys:
+            text = f"{props.KEYS}\x01{props.KEY_SEPARATOR.join(keys)}\x02{text}"
+            pairs += 1
+        if tags:
+            text = f"{props.TAGS}\x01{tags}\x02{text}"
+            pairs += 1
+        if group is not None:
+            text = f"{text}{props.SHARDING_KEY}\x01{group}\x02"
+            pairs += 1
+        text += group_part
+        encoded = b""
+        if text.count(props.NAME_VALUE_SEPARATOR) == pairs and text.count(props.PROPERTY_SEPARATOR) == pairs:
+            try:
+                encoded = text.encode("utf-8")
+            except UnicodeEncodeError:
+                encoded = b""
+        if not encoded or len(encoded) > _PLAIN_PROPERTIES_MAX:
+            encoded = props.encode(message_properties(message, message_id, producer_group))
+        entries.append((body, encoded))
+    return encode_batch_encoded(entries)
 
 
 def sys_flag_of(message: Message) -> int:

@@ -61,7 +61,7 @@ def ref_of(view: MessageView, half: SendResult) -> TransactionRef:
     return TransactionRef(
         topic=view.topic, message_id=half.message_id, transaction_id=half.transaction_id or "",
         commit_log_offset=view.commit_log_offset, queue_offset=half.queue_offset,
-        offset_message_id=half.offset_message_id,
+        offset_message_id=half.offset_message_id, broker_name=half.queue.broker_name,
     )  # fmt: skip
 
 
@@ -134,7 +134,25 @@ class TransactionProducer(Producer):
     async def _run(self, pool: concurrent.futures.Executor, fn: Callable[..., Any], *args: Any) -> Any:
         if inspect.iscoroutinefunction(fn):
             return await fn(*args)
-        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+        # ``run_in_executor`` without its chained concurrent future: the worker hands the outcome to
+        # the loop itself (one call_soon_threadsafe), which is what a transaction waits on
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def work() -> None:
+            try:
+                result = fn(*args)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the awaiting task
+                loop.call_soon_threadsafe(_settle, future, None, exc)
+            else:
+                loop.call_soon_threadsafe(_settle, future, result, None)
+
+        submitted = pool.submit(work)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            submitted.cancel()  # not started yet: it never runs (as run_in_executor's cancellation)
+            raise
 
     async def _execute(self, view: MessageView, arg: Any) -> LocalTransactionState:
         try:
@@ -151,24 +169,58 @@ class TransactionProducer(Producer):
         message = _transactional(message)
         self._validate(message, transactional_ok=True)
         nbytes = entry_bytes(message)
-        await window.acquire(nbytes, self.send_timeout_s)
+        if not window.try_acquire(nbytes):
+            await window.acquire(nbytes, self.send_timeout_s)
         try:
-            half = (await self._send_with_retries([message], None, None, None, self.send_timeout_s))[0]
+            half = await self._first_half(message)
         finally:
             window.release(nbytes)
         if not half.transaction_id:
             raise errors.ProtocolError("the broker returned no transaction id for a half message")
         return half, half_view(message, half)
 
+    async def _first_half(self, message: Message) -> SendResult:
+        """Send the half message. The common case (route known, connection open, no message group)
+        starts the first attempt in place and awaits its answer, without the retry loop's coroutines;
+        a retriable failure goes on in that loop, as ``Producer.send_async`` does."""
+        queues = self.transport.cached_write_queues(message.topic) if message.message_group is None else None
+        if queues:
+            mq = queues[next(self._round_robin) % len(queues)]
+            future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
+
+            def done(result: SendResult | None, error: BaseException | None) -> None:
+                _settle(future, result, error)
+
+            try:
+                started = self.transport.start_send(
+                    mq, message, producer_group=self.group, timeout_s=self.send_timeout_s, done=done
+                )
+            except errors.TxmqError:
+                started = False  # not sent; the general way below sends it and reports what fails
+            if started:
+                try:
+                    return await future
+                except errors.TxmqError as exc:
+                    await self._before_retry(exc, 0, mq, message.topic)
+                    return (
+                        await self._send_with_retries([message], None, None, None, self.send_timeout_s, 1)
+                    )[0]
+        return (await self._send_with_retries([message], None, None, None, self.send_timeout_s))[0]
+
     async def end(self, half: SendResult, view: MessageView, state: LocalTransactionState) -> None:
         """Tell the broker the outcome (nothing is sent for ``UNKNOW``: the check-back decides)."""
         decision = _DECISION[state]
         if decision is None:
             return
-        try:
-            await self.transport.end_transaction(
-                ref_of(view, half), producer_group=self.group, commit=decision, from_check=False
-            )
+        ref = ref_of(view, half)
+        transport = self.transport
+        try:  # oneway: sent in place when the route and the connection are at hand
+            if not transport.start_end_transaction(
+                ref, producer_group=self.group, commit=decision, from_check=False
+            ):
+                await transport.end_transaction(
+                    ref, producer_group=self.group, commit=decision, from_check=False
+                )
         except errors.TxmqError as exc:  # the check-back repairs a lost decision
             log.warning(
                 "END_TRANSACTION for %s failed (%s); check-back will resolve it", half.transaction_id, exc
@@ -276,12 +328,24 @@ class Transaction:
         return self._state if self.send_result is not None else None
 
 
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():  # the awaiting task was cancelled
+        return
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(error)
+
+
 def _transactional(message: Message) -> Message:
     if message.transactional:
         return message
-    import dataclasses
-
-    return dataclasses.replace(message, transactional=True)
+    # dataclasses.replace's result, without its per-call walk of the fields
+    return Message(
+        message.topic, message.body, message.tags, message.keys, message.properties,
+        message.message_group, message.delivery_timestamp_ms, message.delay_level, message.message_id,
+        True, message.check_immunity_s,
+    )  # fmt: skip
 
 
 def _as_state(value: Any) -> LocalTransactionState:

@@ -87,6 +87,10 @@ class TransactionRef:
     commit_log_offset: int = -1
     queue_offset: int = 0
     offset_message_id: str | None = None
+    # which broker holds the half: its decision must go there, not to any broker of the topic (with
+    # several brokers the others do not know it); the name from the send, the address from a check
+    broker_name: str | None = None
+    broker_addr: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,7 @@ class CheckRequest:
 
 CheckHandler = Callable[[CheckRequest], Awaitable[None]]
 OnReconnect = Callable[[], Awaitable[None]]
+SendDone = Callable[[SendResult | None, BaseException | None], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +166,28 @@ class Transport(Protocol):
         self, mq: MessageQueue | None, messages: Sequence[Message], *, producer_group: str, timeout_s: float
     ) -> list[SendResult]: ...
 
+    def cached_write_queues(self, topic: str) -> Sequence[MessageQueue] | None:
+        """The writable queues of ``topic`` if known and fresh, without I/O (else None: use ``route``)."""
+        ...
+
+    def start_send(
+        self, mq: MessageQueue, message: Message, *, producer_group: str, timeout_s: float, done: SendDone
+    ) -> bool:
+        """Start one attempt of ``send(mq, [message])`` without I/O to wait for, and call ``done(result,
+        None)`` or ``done(None, error)`` when it ends; False (and no call) when that cannot be done now
+        (no open connection yet): then ``send`` is the way."""
+        ...
+
     async def send_oneway(
         self, mq: MessageQueue | None, message: Message, *, producer_group: str
     ) -> None: ...
+
+    def start_end_transaction(
+        self, ref: TransactionRef, *, producer_group: str, commit: bool | None, from_check: bool
+    ) -> bool:
+        """Start ``end_transaction`` (its oneway form) without I/O to wait for; False (nothing sent) when
+        that cannot be done now (no cached route or open connection): then ``end_transaction``."""
+        ...
 
     async def end_transaction(
         self, ref: TransactionRef, *, producer_group: str, commit: bool | None, from_check: bool

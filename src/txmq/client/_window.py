@@ -28,11 +28,17 @@ class InFlightWindow:
             return True  # one oversized message may always go alone
         return self.messages < self.max_messages and self.bytes + nbytes <= self.max_bytes
 
-    async def acquire(self, nbytes: int, timeout_s: float) -> None:
-        """Reserve room for one request of ``nbytes``; ``SendTimeout`` after ``timeout_s``."""
+    def try_acquire(self, nbytes: int) -> bool:
+        """Reserve room for one request of ``nbytes`` if there is room now (and nobody waits before)."""
         if not self._waiters and self._fits(nbytes):
             self.messages += 1
             self.bytes += nbytes
+            return True
+        return False
+
+    async def acquire(self, nbytes: int, timeout_s: float) -> None:
+        """Reserve room for one request of ``nbytes``; ``SendTimeout`` after ``timeout_s``."""
+        if self.try_acquire(nbytes):
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (nbytes, future)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Self, TypeVar
 
 from txmq.client._consume import ConsumeFrom
@@ -118,17 +118,62 @@ class BlockingTransactionProducer(BlockingProducer):
 
 
 class BlockingPullConsumer(_Blocking):
-    """:class:`~txmq.client.PullConsumer` for threads; same arguments."""
+    """:class:`~txmq.client.PullConsumer` for threads; same arguments and the same calls."""
 
     def __init__(self, group: str, endpoints: str = "127.0.0.1:9876", **options: Any) -> None:
         super().__init__("txmq-pull-consumer")
         self._client = self._loop.run(_make(PullConsumer, group, endpoints, **options))
 
+    def queues(self, topic: str) -> list[MessageQueue]:
+        found: list[MessageQueue] = self._loop.run(self._client.queues(topic))
+        return found
+
+    def assign(self, queues: Sequence[MessageQueue]) -> None:
+        self._loop.run(_call(self._client.assign, list(queues)))
+
     def subscribe(self, topic: str, expression: str = "*") -> None:
         self._loop.run(self._client.subscribe(topic, expression))
 
-    def poll(self, timeout_s: float = 1.0) -> list[MessageView]:
-        messages: list[MessageView] = self._loop.run(self._client.poll(timeout_s=timeout_s))
+    def rebalance(self) -> list[MessageQueue]:
+        mine: list[MessageQueue] = self._loop.run(self._client.rebalance())
+        return mine
+
+    def assignment(self) -> list[MessageQueue]:
+        assigned: list[MessageQueue] = self._loop.run(_call(self._client.assignment))
+        return assigned
+
+    def position(self, mq: MessageQueue) -> int:
+        offset: int = self._loop.run(self._client.position(mq))
+        return offset
+
+    def committed(self, mq: MessageQueue) -> int | None:
+        offset: int | None = self._loop.run(self._client.committed(mq))
+        return offset
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        self._loop.run(_call(self._client.seek, mq, offset))
+
+    def seek_to_beginning(self, queues: Sequence[MessageQueue] | None = None) -> None:
+        self._loop.run(self._client.seek_to_beginning(queues))
+
+    def seek_to_end(self, queues: Sequence[MessageQueue] | None = None) -> None:
+        self._loop.run(self._client.seek_to_end(queues))
+
+    def seek_to_timestamp(self, timestamp_ms: int, queues: Sequence[MessageQueue] | None = None) -> None:
+        self._loop.run(self._client.seek_to_timestamp(timestamp_ms, queues))
+
+    def pull(
+        self, mq: MessageQueue, *, max_messages: int | None = None, long_poll_ms: int = 0
+    ) -> list[MessageView]:
+        messages: list[MessageView] = self._loop.run(
+            self._client.pull(mq, max_messages=max_messages, long_poll_ms=long_poll_ms)
+        )
+        return messages
+
+    def poll(self, timeout_s: float = 1.0, *, max_messages: int | None = None) -> list[MessageView]:
+        messages: list[MessageView] = self._loop.run(
+            self._client.poll(timeout_s=timeout_s, max_messages=max_messages)
+        )
         return messages
 
     def commit(self, offsets: dict[MessageQueue, int] | None = None) -> None:
@@ -160,6 +205,18 @@ class BlockingPushConsumer(_Blocking):
     def subscribe(self, topic: str, expression: str = "*") -> None:
         """Subscribe before ``start()`` (or entering the ``with`` block)."""
         self._client.subscribe(topic, expression)
+
+    def register_listener(self, listener: Any) -> None:
+        """Set the listener before ``start()`` (or entering the ``with`` block)."""
+        self._client.register_listener(listener)
+
+    def rebalance(self) -> None:
+        self._loop.run(self._client.rebalance())
+
+    @property
+    def assigned_queues(self) -> list[MessageQueue]:
+        assigned: list[MessageQueue] = self._loop.run(_call(lambda: self._client.assigned_queues))
+        return assigned
 
 
 class BlockingSimpleConsumer(_Blocking):
@@ -193,6 +250,11 @@ class BlockingSimpleConsumer(_Blocking):
             self._client.change_invisible_duration(message, invisible_duration_s)
         )
         return renewed
+
+
+async def _call(fn: Callable[..., T], *args: Any) -> T:
+    """Run a plain method of a client on its loop's thread (the client's state belongs to that thread)."""
+    return fn(*args)
 
 
 async def _make(cls: Any, *args: Any, **options: Any) -> Any:

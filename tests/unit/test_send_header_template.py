@@ -1,0 +1,66 @@
+"""The SDK's pre-rendered SEND_MESSAGE_V2 headers give the very frames the generic encoder gives for
+``headers.send_v2_fields`` (constant fields rendered once per queue, only time and properties per send)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from txmq.client import _remoting_convert as conv
+from txmq.client._remoting import RemotingTransport
+from txmq.common import limits, names
+from txmq.common import properties as props
+from txmq.common.message import Message, MessageQueue
+from txmq.protocol.remoting import frame, headers
+from txmq.protocol.remoting.codes import RequestCode
+from txmq.protocol.remoting.connection import RemotingConnection
+
+_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02"), max_size=12)
+_name = st.text('abcXYZ09_-%"\\é中', min_size=1, max_size=12)
+
+
+def _generic_frame(
+    mq: MessageQueue, group: str, queue_id: int, message: Message, born: int, mid: str
+) -> bytes:
+    ext = headers.send_v2_fields(
+        group or "DEFAULT_PRODUCER", mq.topic, names.DEFAULT_TOPIC, limits.queues_per_topic_default,
+        queue_id, conv.sys_flag_of(message), born,
+        props.encode(conv.message_properties(message, mid, group)).decode("utf-8"), False, mq.broker_name,
+    )  # fmt: skip
+    conn = RemotingConnection(first_opaque=41)
+    return conn.send(conn.new_request(RequestCode.SEND_MESSAGE_V2, ext, bytes(message.body)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    group=st.one_of(st.just(""), _name),
+    topic=_name,
+    broker=_name,
+    queue_id=st.integers(-1, 1023),
+    tags=st.one_of(st.none(), _name),
+    keys=st.lists(_name, max_size=2),
+    user=st.dictionaries(_name, _text, max_size=3),
+    transactional=st.booleans(),
+    body=st.binary(max_size=64),
+)
+def test_pre_rendered_header_frames_equal_the_generic_ones(
+    group: str,
+    topic: str,
+    broker: str,
+    queue_id: int,
+    tags: str | None,
+    keys: list[str],
+    user: dict[str, str],
+    transactional: bool,
+    body: bytes,
+) -> None:
+    transport = RemotingTransport("127.0.0.1:9876")
+    mq = MessageQueue(topic, max(queue_id, 0), broker)
+    message = Message(topic, body, tags=tags, keys=tuple(keys), properties=user, transactional=transactional)
+    for _ in range(2):  # the second send reuses the rendered parts
+        ext_json, sent_body, mid = transport._single_request(mq, message, group, queue_id)
+        conn = RemotingConnection(first_opaque=41)
+        opaque, data = conn.send_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, sent_body)
+        assert opaque == 41 and conn.pending == {41: RequestCode.SEND_MESSAGE_V2}
+        born = int(frame.decode(data).ext_fields["g"])
+        assert data == _generic_frame(mq, group, queue_id, message, born, mid)
