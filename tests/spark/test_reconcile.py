@@ -67,6 +67,8 @@ def _publish(broker: BrokerProcess) -> str:
         for tid, (_debit, _credits, times) in PLANTED.items():
             for _ in range(times):
                 producer.send(Message(topic, json.dumps({"id": tid}).encode(), keys=(tid,)))
+        for _ in range(2):  # no key, so no transfer id: published without a debit, not "published twice"
+            producer.send(Message(topic, b"{}"))
     return topic
 
 
@@ -85,8 +87,8 @@ def test_reconcile_finds_each_planted_discrepancy(
     topic = _publish(spark_broker)
     debits, credits = load_ledger(spark, debits_url, DEBITS), load_ledger(spark, credits_url, CREDITS)
     report = reconcile(debits, credits, published_ids(spark, spark_broker.namesrv, topic))
-    assert _found(report) == EXPECTED
-    assert (report.debits, report.credits, report.published) == (10, 11, 11)
+    assert _found(report) == {**EXPECTED, "PUBLISHED_WITHOUT_DEBIT": ["None", "t11"]}
+    assert (report.debits, report.credits, report.published) == (10, 11, 13)
     clean = debits.where("transfer_id in ('t1', 't2')")
     assert reconcile(clean, credits.where("transfer_id in ('t1', 't2')")).clean
     rows = discrepancies(debits, credits).where("kind = 'CREDITED_TWICE'").collect()
@@ -121,10 +123,11 @@ def test_cli_reconcile_postgres_json_and_exit_codes(spark_broker: BrokerProcess,
         assert done.returncode == 1, done.stderr[-3000:]
         report = json.loads(done.stdout)
         found = {
-            k: sorted(e["transfer_id"] for e in v["examples"]) for k, v in report["discrepancies"].items()
+            k: sorted(str(e["transfer_id"]) for e in v["examples"])
+            for k, v in report["discrepancies"].items()
         }
-        assert found == EXPECTED
-        assert report["compared"] == {"debits": 10, "credits": 11, "published": 11}
+        assert found == {**EXPECTED, "PUBLISHED_WITHOUT_DEBIT": ["None", "t11"]}
+        assert report["compared"] == {"debits": 10, "credits": 11, "published": 13}
     finally:
         with conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {table}")

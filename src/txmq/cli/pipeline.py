@@ -84,6 +84,10 @@ def reconcile_cmd(
         sources = [parse_ledger_url(debits), parse_ledger_url(credits)]
     except errors.TxmqError as exc:
         fail(str(exc), 2)
+    for source, url in zip(sources, (debits, credits), strict=True):
+        if source.kind == "sqlite" and not os.path.isfile(source.path):
+            # before Spark starts (~45 s): a mistyped path is a one-line error at once
+            fail(f"no SQLite ledger at {source.path} (from {url})", 2)
     jars = []
     if any(s.kind == "postgresql" for s in sources):
         if not os.path.exists(jdbc_jar):

@@ -111,9 +111,12 @@ def _joined(debits: DataFrame, credits: DataFrame, published: DataFrame | None) 
 def _classified(joined: DataFrame, compare_broker: bool) -> DataFrame:
     n_d, n_c, n_p = (F.coalesce(F.col(c), F.lit(0)) for c in ("debits", "credits", "published"))
     broker = F.lit(compare_broker)
+    # Rows with no transfer id (a message without keys) are grouped under null: "twice" would claim
+    # they are one transfer repeated; they only lack a counterpart.
+    known = F.col("transfer_id").isNotNull()
     rules = [
         (Discrepancy.DEBITED_NOT_CREDITED, (n_d > 0) & (n_c == 0)),
-        (Discrepancy.CREDITED_TWICE, n_c > 1),
+        (Discrepancy.CREDITED_TWICE, known & (n_c > 1)),
         (Discrepancy.CREDITED_WITHOUT_DEBIT, (n_c > 0) & (n_d == 0)),
         (
             Discrepancy.AMOUNT_MISMATCH,
@@ -121,7 +124,7 @@ def _classified(joined: DataFrame, compare_broker: bool) -> DataFrame:
         ),
         (Discrepancy.DEBITED_NOT_PUBLISHED, broker & (n_d > 0) & (n_p == 0)),
         (Discrepancy.PUBLISHED_WITHOUT_DEBIT, broker & (n_p > 0) & (n_d == 0)),
-        (Discrepancy.PUBLISHED_TWICE, broker & (n_p > 1)),
+        (Discrepancy.PUBLISHED_TWICE, broker & known & (n_p > 1)),
     ]
     kinds = F.array(*(F.when(rule, F.lit(kind.value)) for kind, rule in rules))
     return (

@@ -60,11 +60,13 @@ class HalfRef:
     transaction_id: str
     offset_message_id: str | None
     queue_offset: int
+    broker_name: str | None = None  # the broker holding the half: the driver's decision goes there
 
     def ref(self) -> TransactionRef:
         return TransactionRef(
             topic=self.topic, message_id=self.message_id, transaction_id=self.transaction_id,
             queue_offset=self.queue_offset, offset_message_id=self.offset_message_id,
+            broker_name=self.broker_name,
         )  # fmt: skip
 
 
@@ -210,7 +212,7 @@ async def send_task(
             half = await _send_tries(producer, message, seq, result)
             result.halves.append(
                 HalfRef(message.topic, half.message_id, half.transaction_id or "", half.offset_message_id,
-                        half.queue_offset)
+                        half.queue_offset, half.queue.broker_name)
             )  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - re-raised by the task after rolling back what was sent
             failure.append(exc)
