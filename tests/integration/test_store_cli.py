@@ -99,3 +99,23 @@ def test_torn_tail_is_reported_and_repaired(tmp_path: Path, home_dir: Path) -> N
     assert repaired.returncode == 0, repaired.stderr
     assert "truncated" in repaired.stdout
     assert _txmq(home_dir, "verify", "--data-dir", str(tmp_path)).returncode == 0
+
+
+def test_repair_json_reports_what_was_done(tmp_path: Path, home_dir: Path) -> None:
+    spans = _build(tmp_path)
+    _flip(tmp_path, spans[5][0])
+    waiting = _txmq(home_dir, "repair", "--data-dir", str(tmp_path), "--json")
+    assert waiting.returncode == 1, waiting.stderr
+    outcome = json.loads(waiting.stdout)
+    assert outcome["needs_confirmation"] is True
+    assert outcome["records_lost"] == 30 - 6
+    assert outcome["records_replayed"] is None  # nothing rebuilt while damage waits for --yes
+    assert any("--yes" in action for action in outcome["actions"])
+
+    done = _txmq(home_dir, "repair", "--data-dir", str(tmp_path), "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    assert outcome["needs_confirmation"] is False
+    assert outcome["records_lost"] == 30 - 6
+    assert outcome["records_replayed"] == 5
+    assert _txmq(home_dir, "verify", "--data-dir", str(tmp_path)).returncode == 0

@@ -7,7 +7,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -90,27 +90,46 @@ def repair(
     data_dir: DataDir,
     yes: Annotated[bool, typer.Option("--yes", help="Truncate mid-log damage.")] = False,
     segment_bytes: SegmentBytes = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print what was done as JSON")] = False,
 ) -> None:
-    """Cut a torn tail; quarantine mid-log corruption (and truncate there with --yes); rebuild indexes."""
+    """Cut a torn tail; quarantine mid-log corruption (and truncate there with --yes); rebuild indexes.
+    Exit 1 when mid-log damage waits for --yes."""
     _require_dir(data_dir)
     with _locked(data_dir):
-        _repair(data_dir, yes, segment_bytes)
+        outcome = _repair(data_dir, yes, segment_bytes)
+    if as_json:
+        typer.echo(json.dumps(outcome, indent=2))
+    else:
+        for action in outcome["actions"]:
+            typer.echo(action)
+        if outcome["records_replayed"] is not None:
+            typer.echo(f"rebuilt ConsumeQueues and index: {outcome['records_replayed']} record(s) replayed")
+        if outcome["records_lost"] or outcome["bytes_lost"]:
+            typer.echo(f"lost: {outcome['records_lost']} valid record(s), {outcome['bytes_lost']} bytes")
+    if outcome["needs_confirmation"]:
+        raise typer.Exit(1)
 
 
-def _repair(data_dir: str, yes: bool, segment_bytes: int | None) -> None:
+def _repair(data_dir: str, yes: bool, segment_bytes: int | None) -> dict[str, Any]:
+    """Repair, then (unless mid-log damage waits for --yes) rebuild the derived files by opening the store;
+    what was done, as data."""
     fs = OsFileSystem()
     try:
         result = repair_store(fs, data_dir, confirm=yes, segment_bytes=segment_bytes)
     except TxmqError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(2) from None
-    for action in result.actions:
-        typer.echo(action)
-    if result.needs_confirmation:
-        raise typer.Exit(1)
-    report = verify_store(fs, data_dir, segment_bytes)
-    store = MessageStore.open(StoreConfig(data_dir=data_dir, segment_bytes=report.segment_bytes), fs=fs)
-    asyncio.run(store.close())
-    typer.echo(f"rebuilt ConsumeQueues and index: {store.recovery_report.records_scanned} record(s) replayed")
-    if result.records_lost or result.bytes_lost:
-        typer.echo(f"lost: {result.records_lost} valid record(s), {result.bytes_lost} bytes")
+    replayed: int | None = None
+    if not result.needs_confirmation:
+        report = verify_store(fs, data_dir, segment_bytes)
+        store = MessageStore.open(StoreConfig(data_dir=data_dir, segment_bytes=report.segment_bytes), fs=fs)
+        asyncio.run(store.close())
+        replayed = store.recovery_report.records_scanned
+    return {
+        "data_dir": data_dir,
+        "actions": list(result.actions),
+        "needs_confirmation": result.needs_confirmation,
+        "records_lost": result.records_lost,
+        "bytes_lost": result.bytes_lost,
+        "records_replayed": replayed,
+    }
