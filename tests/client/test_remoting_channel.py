@@ -4,10 +4,11 @@ the loop turn (or the next write) and keep their order on the connection."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
-from txmq.client._remoting_channel import RemotingChannel
+from txmq.client._remoting_channel import ChannelPool, RemotingChannel
 from txmq.common import errors
 from txmq.protocol.remoting.codes import ResponseCode
 from txmq.protocol.remoting.command import RemotingCommand, make_response
@@ -107,13 +108,56 @@ async def test_a_shorter_timeout_sent_later_expires_first() -> None:
     try:
         long = asyncio.ensure_future(channel.request(SILENT, {}, timeout_s=60))
         await asyncio.sleep(0)
+        short = asyncio.ensure_future(channel.request(SILENT, {}, timeout_s=0.2))
+        await channel.request(REQUEST, {"n": "alive"})  # the peer talks: the connection is not silent
         with pytest.raises(errors.RequestTimeout):
-            await channel.request(SILENT, {}, timeout_s=0.2)
+            await short
         assert not long.done()
         long.cancel()
     finally:
         await channel.close()
         await server.close()
+
+
+async def _blackhole(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A peer that takes every byte and says nothing (a dropped route, a half-dead proxy)."""
+    with contextlib.suppress(ConnectionError):
+        while await reader.read(65536):
+            pass
+    writer.close()
+
+
+async def test_a_request_unanswered_on_a_silent_connection_closes_it() -> None:
+    server = await asyncio.start_server(_blackhole, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    channel = await RemotingChannel.open(f"127.0.0.1:{port}")
+    try:
+        long = channel.start_request(REQUEST, {}, timeout_s=60)
+        with pytest.raises(errors.RequestTimeout):
+            await channel.request(REQUEST, {}, timeout_s=0.2)
+        assert not channel.is_open  # nothing arrived since the request: dead, not slow
+        with pytest.raises(errors.ConnectionError_, match="silent"):
+            await long  # the others on it fail at once (retriable), not after their own timeouts
+    finally:
+        await channel.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_the_pool_replaces_a_connection_closed_for_silence() -> None:
+    server = await asyncio.start_server(_blackhole, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    pool = ChannelPool()
+    try:
+        first = await pool.get(f"127.0.0.1:{port}")
+        with pytest.raises(errors.RequestTimeout):
+            await first.request(REQUEST, {}, timeout_s=0.2)
+        second = await pool.get(f"127.0.0.1:{port}")
+        assert second is not first and second.is_open
+    finally:
+        await pool.close()
+        server.close()
+        await server.wait_closed()
 
 
 async def test_start_request_resolves_without_a_task_and_fails_on_close() -> None:

@@ -11,7 +11,12 @@ END_TRANSACTION shares the write of the next half message). A request sent while
 flight and nothing is held is written at once (one request at a time waits for no loop turn). Frames
 keep their order on the connection, and none is held longer than the turn it was sent in.
 
-A broken connection fails its pending requests with ``ConnectionError_`` (retriable); the pool opens a
+A broken connection fails its pending requests with ``ConnectionError_`` (retriable). So does a silent
+one: when a request times out and not one byte arrived on the connection since it was sent, the peer or
+the network path is gone (a dropped route, a half-dead proxy, a broker stuck whole), not merely slow, and
+the connection is closed, as RocketMQ's clients close a socket on a request timeout. Otherwise nothing
+would ever leave it: a producer would keep its registration there and the broker's transaction
+check-backs would vanish into it until the half messages were discarded. The pool opens a
 new one on the next request, pausing with back-off and jitter after consecutive failures, and calls
 ``on_connect`` so the owner re-registers (heartbeats carry producer groups and subscriptions).
 """
@@ -80,6 +85,7 @@ class RemotingChannel:
         self._sweep_at: float | None = None
         self._loop = asyncio.get_running_loop()
         self.answered = False  # a response arrived: the peer behind this socket really serves
+        self._heard_at = self._loop.time()  # when bytes last arrived (or the connection opened)
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
@@ -191,6 +197,10 @@ class RemotingChannel:
                     if deadline > now:
                         break
                     self._expire(opaque, code, timeout_s)
+                    if deadline - timeout_s >= self._heard_at:
+                        # not one byte since this request was sent: the connection is dead, not slow
+                        self._fail(f"was silent for {timeout_s:.3g}s after a request")
+                        return
                 queue.popleft()
             if queue:
                 head = queue[0][0]
@@ -267,6 +277,7 @@ class RemotingChannel:
         try:
             while True:
                 data = await self._reader.read(_READ_BYTES)
+                self._heard_at = self._loop.time()
                 self._conn.receive_data(data)
                 if not self._drain_events():
                     break
