@@ -22,7 +22,7 @@ from txmq.broker.topics import TopicConfig
 from txmq.common import errors, limits, names
 from txmq.common.message import LeanMessage, Message, MessageView
 from txmq.common.ports import is_wildcard_host
-from txmq.protocol.grpc import convert, pb, routes, wire
+from txmq.protocol.grpc import checks, convert, pb, routes, wire
 from txmq.protocol.grpc.status import status_of
 from txmq.server import grpc_telemetry
 from txmq.server.admin_grpc import admin_handler
@@ -188,6 +188,9 @@ class MessagingServicer:
         ctx = SendContext(born_host=born_host, client_id=client_id_of(context, required=False) or None)
         messages: list[Message] = []
         try:
+            for m in request.messages:
+                sysp = m.system_properties
+                checks.check_fields(sysp.tag, sysp.keys, sysp.message_group, m.user_properties)
             lane = convert.to_lean(request.messages)
             if lane is not None:
                 return await self._send_lean(lane[0], lane[1], ctx)
@@ -205,6 +208,7 @@ class MessagingServicer:
             client_id=client_id_of(context, required=False) or None,
         )
         try:
+            checks.check_lean(lean)
             return await self._send_lean(topic, lean, ctx)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
             return _send_failed(exc, [m.message_id or "" for m in lean])
