@@ -82,16 +82,17 @@ def test_a_consumer_cannot_read_system_topics(rmq: Any, clients: Clients, system
     assert _raw_receive(clients.endpoint, system_topic) == (40002, True)
 
 
-def _raw_receive(endpoint: str, topic: str) -> tuple[int, bool]:
-    """ReceiveMessage on ``topic`` straight through the official package's generated stub: the first
-    response's (status code, whether its message names a system topic)."""
+def _raw_receive(endpoint: str, topic: str, group: str = "") -> tuple[int, bool]:
+    """ReceiveMessage on ``topic`` (by ``group``, else a fresh one) straight through the official
+    package's generated stub: the first response's (status code, whether its message names a system
+    topic)."""
     import grpc
     from rocketmq.grpc_protocol import definition_pb2 as d  # type: ignore[import-untyped]
     from rocketmq.grpc_protocol import service_pb2 as s  # type: ignore[import-untyped]
     from rocketmq.grpc_protocol import service_pb2_grpc as sg  # type: ignore[import-untyped]
 
     request = s.ReceiveMessageRequest(
-        group=d.Resource(name=_name("g")),
+        group=d.Resource(name=group or _name("g")),
         message_queue=d.MessageQueue(topic=d.Resource(name=topic), id=-1),
         filter_expression=d.FilterExpression(type=d.TAG, expression="*"),
         batch_size=32,
@@ -292,3 +293,18 @@ def _raw_send(endpoint: str, topic: str, **fields: str) -> tuple[int, bool]:
             s.SendMessageRequest(messages=[message]), metadata=metadata, timeout=10
         )
     return reply.status.code, any(entry.offset > 0 or entry.status.code == 20000 for entry in reply.entries)
+
+
+def test_a_system_consumer_group_is_refused(rmq: Any, clients: Clients) -> None:
+    """A group named ``CID_RMQ_SYS_...`` (RocketMQ's own, e.g. its POP revive group) received the
+    topic's messages; the Apache proxy answers ILLEGAL_CONSUMER_GROUP (40003), "cannot use system
+    consumer group", and leases nothing."""
+    topic = _name("sysgroup")
+    clients.producer(topic).send(_fifo(rmq, topic, "g1"))
+    assert _raw_receive(clients.endpoint, topic, "CID_RMQ_SYS_REVIVE_GROUP")[0] == 40003
+    got: list[Any] = []
+    consumer = clients.simple(_name("g"), topic, await_s=1)
+    deadline = time.monotonic() + 30
+    while not got and time.monotonic() < deadline:
+        got = consumer.receive(32, 30)
+    assert [m.body for m in got] == [b"g1"]  # still there for a proper group

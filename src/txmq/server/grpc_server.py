@@ -104,6 +104,14 @@ def _client_topic(name: str) -> str:
     return name
 
 
+def _client_group(name: str) -> str:
+    """A consumer group a RocketMQ 5 client may receive, ack or be assigned with: as the Apache proxy,
+    never a system group (``CID_RMQ_SYS_...``, ILLEGAL_CONSUMER_GROUP)."""
+    if names.is_system_group(name):
+        raise errors.InvalidGroup(f"cannot use system consumer group {name}")
+    return name
+
+
 def _topic_route(config: TopicConfig) -> routes.TopicRoute:
     return routes.TopicRoute(
         config.name, config.queues, config.message_type.accepted(), config.readable, config.writable
@@ -167,7 +175,7 @@ class MessagingServicer:
     @_unary(S.QueryAssignmentResponse)
     async def QueryAssignment(self, request: Any, context: Any) -> Any:
         topic = _topic_route(self.broker.route(_client_topic(request.topic.name)))
-        queues = self.broker.query_assignment(request.topic.name, request.group.name)
+        queues = self.broker.query_assignment(request.topic.name, _client_group(request.group.name))
         found = routes.assignments(topic, queues, self._where(request.endpoints))
         return S.QueryAssignmentResponse(status=convert.OK_STATUS, assignments=found)
 
@@ -244,7 +252,7 @@ class MessagingServicer:
             if request.HasField("invisible_duration"):
                 invisible_ms = convert.duration_ms(request.invisible_duration)
             chunks = self.broker.receive_chunks(
-                group=request.group.name,
+                group=_client_group(request.group.name),
                 topic=_client_topic(request.message_queue.topic.name),
                 expression=_expression(request.filter_expression),
                 batch_size=request.batch_size or DEFAULT_BATCH_SIZE,
@@ -280,7 +288,7 @@ class MessagingServicer:
 
     @_unary(S.AckMessageResponse)
     async def AckMessage(self, request: Any, context: Any) -> Any:
-        group = request.group.name
+        group = _client_group(request.group.name)
         reply = S.AckMessageResponse()
         add = reply.entries.add  # filled in place: a receive loop acks every message it got
         ack = self.broker.ack
@@ -301,7 +309,7 @@ class MessagingServicer:
     @_unary(S.ChangeInvisibleDurationResponse)
     async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
         handle = self.broker.change_invisible(
-            group=request.group.name,
+            group=_client_group(request.group.name),
             receipt_handle=request.receipt_handle,
             invisible_ms=convert.duration_ms(request.invisible_duration),
         )
@@ -309,7 +317,9 @@ class MessagingServicer:
 
     @_unary(S.ForwardMessageToDeadLetterQueueResponse)
     async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
-        await self.broker.forward_to_dlq(group=request.group.name, receipt_handle=request.receipt_handle)
+        await self.broker.forward_to_dlq(
+            group=_client_group(request.group.name), receipt_handle=request.receipt_handle
+        )
         return S.ForwardMessageToDeadLetterQueueResponse(status=convert.OK_STATUS)
 
     @_unary(S.SyncLiteSubscriptionResponse)
