@@ -246,14 +246,17 @@ def test_a_message_group_of_whitespace_or_control_characters_is_refused(rmq: Any
         ("keys", "k\x03", 40005),
         ("property", "v\x04", 40007),
         ("property_name", "k\x1f", 40007),
+        ("message_id", "", 40009),
+        ("message_id", "  ", 40009),
     ],
 )
 def test_control_characters_and_bars_are_refused_with_the_proxy_codes(
     clients: Clients, field: str, value: str, code: int
 ) -> None:
     """A tag 'a|b' (which no tag filter can select), and control characters in a key or a user property,
-    were stored; a tag with \\x02 answered 40007 naming an internal property. The proxy refuses them with
-    ILLEGAL_MESSAGE_TAG / _KEY / _PROPERTY_KEY, and nothing is stored."""
+    were stored; a tag with \\x02 answered 40007 naming an internal property; a message without a message
+    id was stored under a broker-made one. The proxy refuses them with ILLEGAL_MESSAGE_TAG / _KEY /
+    _PROPERTY_KEY / _ID, and nothing is stored."""
     topic = _name("chars")
     clients.producer(topic)
     status, stored = _raw_send(clients.endpoint, topic, **{field: value})
@@ -263,7 +266,8 @@ def test_control_characters_and_bars_are_refused_with_the_proxy_codes(
 
 def _raw_send(endpoint: str, topic: str, **fields: str) -> tuple[int, bool]:
     """SendMessage of one message through the official package's generated stub, with one field set
-    as given (``tag``, ``keys``, ``message_group``, ``property`` value or ``property_name``): the
+    as given (``tag``, ``keys``, ``message_group``, ``message_id``, ``property`` value or
+    ``property_name``): the
     status code and whether an entry carries an offset (a stored message)."""
     import grpc
     from rocketmq.grpc_protocol import definition_pb2 as d
@@ -272,7 +276,7 @@ def _raw_send(endpoint: str, topic: str, **fields: str) -> tuple[int, bool]:
 
     message = d.Message(topic=d.Resource(name=topic), body=b"x")
     sysp = message.system_properties
-    sysp.message_id = uuid.uuid4().hex.upper()
+    sysp.message_id = fields.get("message_id", uuid.uuid4().hex.upper())
     sysp.message_type = d.FIFO if "message_group" in fields else d.NORMAL
     sysp.body_encoding = d.IDENTITY
     sysp.born_timestamp.FromMilliseconds(int(time.time() * 1000))

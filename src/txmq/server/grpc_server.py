@@ -198,7 +198,9 @@ class MessagingServicer:
         try:
             for m in request.messages:
                 sysp = m.system_properties
-                checks.check_fields(sysp.tag, sysp.keys, sysp.message_group, m.user_properties)
+                checks.check_fields(
+                    sysp.tag, sysp.keys, sysp.message_group, m.user_properties, sysp.message_id
+                )
             lane = convert.to_lean(request.messages)
             if lane is not None:
                 return await self._send_lean(lane[0], lane[1], ctx)

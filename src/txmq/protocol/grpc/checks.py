@@ -68,13 +68,21 @@ def check_user_properties(user: Mapping[str, str]) -> None:
             raise errors.InvalidProperty(f"the value of user property {name!r} contains a control character")
 
 
-def check_fields(tag: str, keys: Sequence[str], group: str, user: Mapping[str, str]) -> None:
-    """Every check above, in the proxy's order (properties, tag, keys, group)."""
+def check_message_id(message_id: str | None) -> None:
+    """ILLEGAL_MESSAGE_ID for a message without a client message id (every v2 client sets one, and the
+    send result must echo it)."""
+    if not message_id or message_id.isspace():
+        raise errors.InvalidMessageId("the message id cannot be empty")
+
+
+def check_fields(tag: str, keys: Sequence[str], group: str, user: Mapping[str, str], message_id: str) -> None:
+    """Every check above, in the proxy's order (properties, tag, keys, message id, group)."""
     if user:
         check_user_properties(user)
     check_tag(tag)
     if keys:
         check_keys(keys)
+    check_message_id(message_id)
     check_group(group)
 
 
@@ -95,6 +103,9 @@ def check_lean(messages: Sequence[LeanMessage]) -> None:
         for key in message.keys:
             if not (key.isascii() and key.isprintable()) and has_control(key):
                 raise errors.InvalidKey("a message key cannot contain a control character")
+        message_id = message.message_id
+        if not message_id or message_id.isspace():
+            check_message_id(message_id)
         group = message.message_group
         if group is not None and group not in groups:
             check_group(group)
