@@ -30,6 +30,8 @@ def _lean(
         ([_lean(group="é" * 32)], errors.InvalidMessageGroup),  # 64 UTF-8 bytes
         ([_lean(), _lean(message_id=None)], errors.InvalidMessageId),
         ([_lean(message_id=" ")], errors.InvalidMessageId),
+        ([_lean(group="g" * 64), _lean(tag="a|b")], errors.InvalidMessageGroup),  # message order first
+        ([_lean(keys=("k\x00",)), _lean(message_id=None)], errors.InvalidKey),
         ([_lean(tag="标签", keys=("键",), group="é" * 31)], None),  # 62 bytes, no control character
     ],
 )
