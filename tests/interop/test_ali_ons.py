@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,35 @@ def test_ali_ons_produces_and_consumes(tmp_path: Path) -> None:
     retried = [m for m in result["received"] if m["body"] == "retry-me"]
     assert [m["reconsumeTimes"] for m in retried] == [0, 1]
     assert next(m for m in result["received"] if m["body"] == "delayed")["tags"] == "TagD"
+
+
+def test_a_body_ali_ons_compressed_reaches_every_consumer_as_sent(tmp_path: Path) -> None:
+    """ali-ons deflates a body over 4 KiB and sets COMPRESSED in the send header's sysFlag. The broker
+    dropped the flag and stored the deflated bytes as the body: ali-ons' own consumer and the official
+    RocketMQ 5 client over gRPC both got zlib bytes instead of the text sent. An Apache broker keeps the
+    flag (4.x clients inflate) and its proxy inflates for gRPC clients."""
+    from tests.integration.grpc_harness import Clients, official_client
+
+    node = _installed()
+    topic = "OnsDeflated"
+    with broker_process(tmp_path) as broker:
+        done = subprocess.run(
+            [str(node), "compressed.js", broker.namesrv_addr, topic],
+            cwd=NODE_DIR, capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        assert result["outcome"] == "ok", result["outcome"]
+        sent = result["sent"]
+        assert len(sent) > 4096 and result["received"] == [sent]  # ali-ons' consumer (remoting)
+
+        clients = Clients(official_client(tmp_path / "client-home"), f"{broker.host}:{broker.grpc_port}")
+        try:
+            consumer = clients.simple("GrpcDeflated", topic, await_s=1)
+            got: list[bytes] = []
+            deadline = time.monotonic() + 30
+            while not got and time.monotonic() < deadline:
+                got = [m.body for m in consumer.receive(32, 30)]
+        finally:
+            clients.close()
+    assert got == [sent.encode()]  # the official client over gRPC

@@ -20,6 +20,9 @@ tag_bytes_max: Final = 1024
 key_bytes_max: Final = 1024
 keys_count_max: Final = 64
 message_group_bytes_max: Final = 1024
+# the gRPC door refuses a message group of this many UTF-8 bytes or more, as the Apache proxy does
+# (ProxyConfig.maxMessageGroupSize = 64, checked with >=): at most 63 bytes over gRPC
+grpc_message_group_bytes_max: Final = 64
 batch_bytes_max: Final = 4 * MiB  # a batch send, all bodies together
 batch_count_max: Final = 1024
 

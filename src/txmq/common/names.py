@@ -41,6 +41,13 @@ def is_system_topic(topic: str) -> bool:
     return topic in SYSTEM_TOPICS or topic.startswith(("rmq_sys_", "RMQ_SYS_"))
 
 
+SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"  # RocketMQ's MixAll.CID_RMQ_SYS_PREFIX
+
+
+def is_system_group(group: str) -> bool:
+    return group.startswith(SYSTEM_GROUP_PREFIX)
+
+
 def is_retry_or_dlq(topic: str) -> bool:
     return topic.startswith((RETRY_PREFIX, DLQ_PREFIX))
 

@@ -22,7 +22,7 @@ from txmq.broker.topics import TopicConfig
 from txmq.common import errors, limits, names
 from txmq.common.message import LeanMessage, Message, MessageView
 from txmq.common.ports import is_wildcard_host
-from txmq.protocol.grpc import convert, pb, routes, wire
+from txmq.protocol.grpc import checks, convert, pb, routes, wire
 from txmq.protocol.grpc.status import status_of
 from txmq.server import grpc_telemetry
 from txmq.server.admin_grpc import admin_handler
@@ -104,6 +104,14 @@ def _client_topic(name: str) -> str:
     return name
 
 
+def _client_group(name: str) -> str:
+    """A consumer group a RocketMQ 5 client may receive, ack or be assigned with: as the Apache proxy,
+    never a system group (``CID_RMQ_SYS_...``, ILLEGAL_CONSUMER_GROUP)."""
+    if names.is_system_group(name):
+        raise errors.InvalidGroup(f"cannot use system consumer group {name}")
+    return name
+
+
 def _topic_route(config: TopicConfig) -> routes.TopicRoute:
     return routes.TopicRoute(
         config.name, config.queues, config.message_type.accepted(), config.readable, config.writable
@@ -167,7 +175,7 @@ class MessagingServicer:
     @_unary(S.QueryAssignmentResponse)
     async def QueryAssignment(self, request: Any, context: Any) -> Any:
         topic = _topic_route(self.broker.route(_client_topic(request.topic.name)))
-        queues = self.broker.query_assignment(request.topic.name, request.group.name)
+        queues = self.broker.query_assignment(request.topic.name, _client_group(request.group.name))
         found = routes.assignments(topic, queues, self._where(request.endpoints))
         return S.QueryAssignmentResponse(status=convert.OK_STATUS, assignments=found)
 
@@ -188,6 +196,11 @@ class MessagingServicer:
         ctx = SendContext(born_host=born_host, client_id=client_id_of(context, required=False) or None)
         messages: list[Message] = []
         try:
+            for m in request.messages:
+                sysp = m.system_properties
+                checks.check_fields(
+                    sysp.tag, sysp.keys, sysp.message_group, m.user_properties, sysp.message_id
+                )
             lane = convert.to_lean(request.messages)
             if lane is not None:
                 return await self._send_lean(lane[0], lane[1], ctx)
@@ -205,6 +218,7 @@ class MessagingServicer:
             client_id=client_id_of(context, required=False) or None,
         )
         try:
+            checks.check_lean(lean)
             return await self._send_lean(topic, lean, ctx)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
             return _send_failed(exc, [m.message_id or "" for m in lean])
@@ -240,7 +254,7 @@ class MessagingServicer:
             if request.HasField("invisible_duration"):
                 invisible_ms = convert.duration_ms(request.invisible_duration)
             chunks = self.broker.receive_chunks(
-                group=request.group.name,
+                group=_client_group(request.group.name),
                 topic=_client_topic(request.message_queue.topic.name),
                 expression=_expression(request.filter_expression),
                 batch_size=request.batch_size or DEFAULT_BATCH_SIZE,
@@ -276,7 +290,7 @@ class MessagingServicer:
 
     @_unary(S.AckMessageResponse)
     async def AckMessage(self, request: Any, context: Any) -> Any:
-        group = request.group.name
+        group = _client_group(request.group.name)
         reply = S.AckMessageResponse()
         add = reply.entries.add  # filled in place: a receive loop acks every message it got
         ack = self.broker.ack
@@ -297,7 +311,7 @@ class MessagingServicer:
     @_unary(S.ChangeInvisibleDurationResponse)
     async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
         handle = self.broker.change_invisible(
-            group=request.group.name,
+            group=_client_group(request.group.name),
             receipt_handle=request.receipt_handle,
             invisible_ms=convert.duration_ms(request.invisible_duration),
         )
@@ -305,7 +319,9 @@ class MessagingServicer:
 
     @_unary(S.ForwardMessageToDeadLetterQueueResponse)
     async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
-        await self.broker.forward_to_dlq(group=request.group.name, receipt_handle=request.receipt_handle)
+        await self.broker.forward_to_dlq(
+            group=_client_group(request.group.name), receipt_handle=request.receipt_handle
+        )
         return S.ForwardMessageToDeadLetterQueueResponse(status=convert.OK_STATUS)
 
     @_unary(S.SyncLiteSubscriptionResponse)

@@ -18,6 +18,7 @@ from txmq.protocol.remoting.codes import (
     ResponseCode,
 )
 from txmq.protocol.remoting.command import RemotingCommand, make_response
+from txmq.protocol.remoting.compression import COMPRESSED_FLAG, inflate
 from txmq.protocol.remoting.frame import encode_send_response
 from txmq.protocol.remoting.headers import EndTransactionRequestHeader, send_response_fields
 from txmq.protocol.remoting.message_codec import decode_batch_entries
@@ -50,6 +51,8 @@ def _messages(header: SendFields, body: bytes, batch: bool) -> tuple[list[LeanMe
     """The send lane's messages when every one is NORMAL or FIFO, else (none and) ``Message`` objects."""
     sys_flag = header.sys_flag
     if not batch:
+        if sys_flag & COMPRESSED_FLAG:  # a 4.x client's body over 4 KiB: stored plain (compression.py)
+            body = inflate(body, sys_flag)
         properties = props.decode(_utf8(header.properties)) if header.properties else {}
         lean = to_lean(body, properties, sys_flag)
         if lean is not None:

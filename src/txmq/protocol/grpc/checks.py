@@ -1,0 +1,131 @@
+"""The checks the Apache proxy makes of a v2 message's tag, keys, message group and user properties
+before it reaches the broker (``SendMessageActivity`` / ``GrpcValidator``), with the proxy's codes.
+
+They belong to the gRPC door only: a 4.x client's message over remoting reaches an Apache broker
+without them, and the broker's own checks (``common.message.check_content``) apply to both doors.
+Pure functions; each raises the first failure in message order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from txmq.common import errors, limits
+from txmq.common.message import LeanMessage
+
+# Java's Character.isISOControl: U+0000..U+001F and U+007F..U+009F
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def has_control(text: str) -> bool:
+    # printable ASCII (the common case) is answered by two C-level scans, without the regex
+    return not (text.isascii() and text.isprintable()) and _CONTROL.search(text) is not None
+
+
+def check_group(group: str) -> None:
+    """ILLEGAL_MESSAGE_GROUP for a group of whitespace only, of 64 UTF-8 bytes or more, or holding a
+    control character (an empty group means none)."""
+    if not group:
+        return
+    if group.isspace():
+        raise errors.InvalidMessageGroup("the message group cannot be whitespace only")
+    size = len(group.encode())
+    if size >= limits.grpc_message_group_bytes_max:
+        raise errors.InvalidMessageGroup(
+            f"the message group is {size} bytes; it must be shorter than "
+            f"{limits.grpc_message_group_bytes_max} bytes"
+        )
+    if has_control(group):
+        raise errors.InvalidMessageGroup("the message group cannot contain a control character")
+
+
+def check_tag(tag: str) -> None:
+    """ILLEGAL_MESSAGE_TAG for a tag of whitespace only, with a '|' or a control character."""
+    if not tag:
+        return
+    if tag.isspace():
+        raise errors.InvalidTag("the tag cannot be whitespace only")
+    if "|" in tag:
+        raise errors.InvalidTag(f"tag {tag[:64]!r} contains '|' (it separates tags in a filter)")
+    if has_control(tag):
+        raise errors.InvalidTag("the tag cannot contain a control character")
+
+
+def check_keys(keys: Iterable[str]) -> None:
+    """ILLEGAL_MESSAGE_KEY for a key holding a control character (the broker words the rest)."""
+    for key in keys:
+        if has_control(key):
+            raise errors.InvalidKey("a message key cannot contain a control character")
+
+
+def check_user_properties(user: Mapping[str, str]) -> None:
+    """ILLEGAL_MESSAGE_PROPERTY_KEY for a user property whose name or value holds a control character."""
+    for name, value in user.items():
+        if has_control(name):
+            raise errors.InvalidProperty("the name of a user property cannot contain a control character")
+        if has_control(value):
+            raise errors.InvalidProperty(f"the value of user property {name!r} contains a control character")
+
+
+def check_message_id(message_id: str | None) -> None:
+    """ILLEGAL_MESSAGE_ID for a message without a client message id (every v2 client sets one, and the
+    send result must echo it)."""
+    if not message_id or message_id.isspace():
+        raise errors.InvalidMessageId("the message id cannot be empty")
+
+
+def check_fields(tag: str, keys: Sequence[str], group: str, user: Mapping[str, str], message_id: str) -> None:
+    """Every check above, in the proxy's order (properties, tag, keys, message id, group)."""
+    if user:
+        check_user_properties(user)
+    check_tag(tag)
+    if keys:
+        check_keys(keys)
+    check_message_id(message_id)
+    check_group(group)
+
+
+def check_lean(messages: Sequence[LeanMessage]) -> None:
+    """:func:`check_fields` of each of the send lane's messages, in order.
+
+    This runs per message sent, so the common batch is judged column by column at C speed (each
+    distinct tag and group once, every key in one scan); only a batch that may fail is walked message
+    by message, which raises the first failure in message order."""
+    if len(messages) > 1:
+        _, users, tags, keys, ids, groups = zip(*messages, strict=True)
+        if _columns_pass(users, tags, keys, ids, groups):
+            return
+    for message in messages:
+        check_fields(
+            message.tags or "",
+            message.keys,
+            message.message_group or "",
+            message.properties,
+            message.message_id or "",
+        )
+
+
+def _columns_pass(
+    users: tuple[dict[str, str], ...],
+    tags: tuple[str | None, ...],
+    keys: tuple[tuple[str, ...], ...],
+    ids: tuple[str | None, ...],
+    groups: tuple[str | None, ...],
+) -> bool:
+    """True when no message of these columns can fail (False: maybe one does, look one by one)."""
+    if any(users) or not all(ids) or any(map(str.isspace, ids)):  # type: ignore[arg-type]
+        return False
+    joined = "".join(map("".join, keys))
+    if not (joined.isascii() and joined.isprintable()):
+        return False
+    try:
+        for tag in set(tags):
+            if tag is not None:
+                check_tag(tag)
+        for group in set(groups):
+            if group is not None:
+                check_group(group)
+    except errors.InvalidArgument:
+        return False
+    return True
