@@ -51,16 +51,26 @@ async def test_send_then_receive_and_ack(broker: Broker) -> None:
     assert len(await receive(broker, "g2", "orders")) == 10
 
 
-async def test_ack_with_stale_handle_is_rejected(broker: Broker, clock: FakeClock) -> None:
+async def test_a_used_handle_acks_as_a_no_op_until_it_expires(broker: Broker, clock: FakeClock) -> None:
+    # Apache answers a repeated ack OK (a client retrying an ack whose answer was lost); only an expired
+    # handle is refused. A replaced handle's ack changes nothing: the new lease still holds the message.
     await send(broker, "t", b"x")
-    (view,) = await receive(broker, "g", "t")
+    (view,) = await receive(broker, "g", "t", invisible_ms=30_000)
     assert view.receipt_handle is not None
     new_handle = broker.change_invisible(group="g", receipt_handle=view.receipt_handle, invisible_ms=5_000)
-    with pytest.raises(errors.InvalidReceiptHandle):
-        broker.ack(group="g", receipt_handle=view.receipt_handle)
-    broker.ack(group="g", receipt_handle=new_handle)
-    with pytest.raises(errors.InvalidReceiptHandle):
-        broker.ack(group="g", receipt_handle=new_handle)
+    broker.ack(group="g", receipt_handle=view.receipt_handle)  # replaced: OK, nothing changes
+    assert broker.pop.inflight_of("g") == 1
+    clock.advance(5_001)
+    await broker.tick(clock.now_ms())
+    (again,) = await receive(broker, "g", "t", invisible_ms=60_000)  # the new lease expired: redelivered
+    assert again.body == b"x" and again.delivery_attempt == 2
+    with pytest.raises(errors.InvalidReceiptHandle, match="expired"):
+        broker.ack(group="g", receipt_handle=new_handle)  # its invisible time passed
+    assert again.receipt_handle is not None
+    broker.ack(group="g", receipt_handle=again.receipt_handle)
+    broker.ack(group="g", receipt_handle=again.receipt_handle)  # repeated: OK
+    assert broker.pop.inflight_of("g") == 0
+    assert await receive(broker, "g", "t") == []
 
 
 async def test_invisible_expiry_redelivers_with_attempt_count_then_dlq(

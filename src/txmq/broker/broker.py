@@ -29,6 +29,7 @@ from txmq.broker.filtering import TagFilter, parse_tag_filter
 from txmq.broker.offsets import ConsumerOffsets, starts_from_zero
 from txmq.broker.persist import MetaFiles
 from txmq.broker.pop import GroupPolicy, PopService
+from txmq.broker.receipt import decode_receipt
 from txmq.broker.records import index_keys, to_view
 from txmq.broker.reput import to_real_topic
 from txmq.broker.send import LaneSent, SendContext, SendService, decode_recall_handle
@@ -441,7 +442,18 @@ class Broker:
         return queues
 
     def ack(self, *, group: str, receipt_handle: str) -> None:
-        self.pop.ack(group, receipt_handle)
+        """Ack the message leased under ``receipt_handle``. A handle still inside its invisible time whose
+        lease is gone (acked already, or replaced by change_invisible) is answered OK and changes
+        nothing, as Apache's broker answers a repeated ack: a client retrying an ack whose answer was
+        lost must not get an error. An expired handle is refused, as the Apache proxy refuses it."""
+        try:
+            self.pop.ack(group, receipt_handle)
+        except errors.InvalidReceiptHandle:
+            if decode_receipt(receipt_handle).deadline_ms <= self.clock.now_ms():
+                raise errors.InvalidReceiptHandle(
+                    "the receipt handle has expired: its invisible time passed, so the message may "
+                    "have been delivered again; ack the handle of that delivery"
+                ) from None
 
     def change_invisible(self, *, group: str, receipt_handle: str, invisible_ms: int) -> str:
         if not 0 <= invisible_ms <= limits.invisible_duration_ms_max:
