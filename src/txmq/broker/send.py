@@ -90,6 +90,21 @@ class LaneSent(NamedTuple):
     offset_ids: Sequence[str]  # offset message ids
 
 
+def _sizes(items: Sequence[bytes]) -> tuple[int, int, int]:
+    """(sum, min, max) of the items' lengths in one loop (compiled: a few dozen instructions an item,
+    where ``sum``/``min``/``max`` over ``map(len, ...)`` cost ~300 each); ``items`` is not empty."""
+    total = 0
+    shortest = longest = len(items[0])
+    for item in items:
+        size = len(item)
+        total += size
+        if size < shortest:
+            shortest = size
+        elif size > longest:
+            longest = size
+    return total, shortest, longest
+
+
 def _lane_keys_part(keys: Sequence[str]) -> str:
     return f"{props.KEYS}\x01{props.KEY_SEPARATOR.join(keys)}\x02"
 
@@ -376,11 +391,12 @@ class SendService:
         if count > limits.batch_count_max:
             return None
         bodies, user_properties, tags_col, keys_col, ids_col, groups = zip(*messages, strict=True)
-        if sum(map(len, bodies)) > limits.batch_bytes_max:
+        total, shortest, longest = _sizes(bodies)
+        if total > limits.batch_bytes_max:
             return None
         try:
             self._validate_lean(topic_name, messages[0])
-            if min(map(len, bodies)) == 0 or max(map(len, bodies)) > limits.body_bytes_max:
+            if shortest == 0 or longest > limits.body_bytes_max:
                 return None
             distinct_tags = set(tags_col)
             for tags in distinct_tags:
@@ -438,7 +454,7 @@ class SendService:
                         return None
                     if len(user) + texts[i].count("\x02") > limits.property_count_max:
                         return None
-        if max(map(len, encoded)) > limits.properties_bytes_max:
+        if _sizes(encoded)[2] > limits.properties_bytes_max:
             return None
         topic = next(iter(types.values()))
         explicit = ctx.queue_id

@@ -615,21 +615,38 @@ def _check_records(topic: str, columns: codec.Columns) -> None:
      prepared, _) = columns  # fmt: skip
     if not (
         topics.count(topic.encode()) == len(topics)
-        and min(queue_ids) >= 0
-        and max(queue_ids) <= limits.queue_id_max
-        and max(map(len, bodies)) <= limits.body_bytes_max
-        and max(map(len, properties)) <= limits.properties_bytes_max
+        and _within(0, limits.queue_id_max + 1, queue_ids)
+        and _longest(bodies) <= limits.body_bytes_max
+        and _longest(properties) <= limits.properties_bytes_max
         and b"".join(properties).isascii()  # ASCII pieces are UTF-8 (anything else: checked one by one)
-        and max(map(len, born_hosts)) <= 255
-        and _within(_I32, flags, sys_flags, reconsume)
-        and _within(_I64, tags_codes, born_ms, prepared)
+        and _longest(born_hosts) <= 255
+        and _within(-_I32, _I32, flags, sys_flags, reconsume)
+        and _within(-_I64, _I64, tags_codes, born_ms, prepared)
     ):
         for row in zip(*columns, strict=True):
             _check_fields(topic, _new_tuple(codec.RecordFields, row))
 
 
-def _within(bound: int, *cols: tuple[int, ...]) -> bool:
-    return -bound <= min(map(min, cols)) and max(map(max, cols)) < bound
+# The column checks are loops here, not min/max over maps: compiled, an element costs a few dozen
+# instructions against ~300 through builtins.min/max (callgrind: ~3,000 instructions per message of a
+# 100-message batch went to them).
+def _within(low: int, high: int, *cols: Sequence[int]) -> bool:
+    """Every value of every column in ``[low, high)``."""
+    for col in cols:
+        for value in col:
+            if value < low or value >= high:
+                return False
+    return True
+
+
+def _longest(items: Sequence[Any]) -> int:
+    """The greatest ``len`` of ``items`` (0 when empty)."""
+    most = 0
+    for item in items:
+        size = len(item)
+        if size > most:
+            most = size
+    return most
 
 
 def _check_queue_args(queue_id: int, queue_offset: int, max_count: int) -> None:
