@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from txmq.broker.broker import Broker, OffsetPolicy
-from txmq.broker.send import SendContext
+from txmq.broker.send import SendContext, fifo_queue_of
 from txmq.common import errors, names
 from txmq.common.clock import FakeClock
-from txmq.common.message import Message
+from txmq.common.message import LeanMessage, Message
 
 from .conftest import make_config
 
@@ -223,3 +223,35 @@ async def test_invalid_input_is_rejected(broker: Broker) -> None:
         await send(broker, "t", b"x" * (4 * 1024 * 1024 + 1))
     with pytest.raises(errors.InvalidDeliveryTime):
         await send(broker, "t", b"x", delivery_timestamp_ms=broker.clock.now_ms() + 4 * 86_400_000)
+
+
+async def test_one_requests_messages_share_a_queue_and_fifo_groups_keep_theirs(broker: Broker) -> None:
+    # the Apache proxy picks one queue per SendMessage and sends its messages there as one batch;
+    # a FIFO message group always keeps its own queue (by hash), whatever request it came in
+    broker.topics.create("rr", queues=4)
+    general = [
+        {
+            r.queue.queue_id
+            for r in await broker.send([Message(topic="rr", body=b"x%d" % i) for i in range(6)], CTX)
+        }
+        for _ in range(3)
+    ]
+    lane = [
+        {
+            r.queue.queue_id
+            for r in await broker.send_lean(
+                "rr", [LeanMessage(b"y%d" % i, {}, None, (), None, None) for i in range(6)], CTX
+            )
+        }
+        for _ in range(2)
+    ]
+    assert [len(queues) for queues in general + lane] == [1] * 5
+    assert len(set().union(*general, *lane)) == 4  # the next request takes the next queue
+    mixed = await broker.send_lean(
+        "rr", [LeanMessage(b"z", {}, None, (), None, g) for g in (None, "g1", None, "g2")], CTX
+    )
+    assert mixed[0].queue.queue_id == mixed[2].queue.queue_id
+    assert [mixed[1].queue.queue_id, mixed[3].queue.queue_id] == [
+        fifo_queue_of("g1", 4),
+        fifo_queue_of("g2", 4),
+    ]

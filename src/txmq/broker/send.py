@@ -177,11 +177,23 @@ class SendService:
         topic, request, _ = self._prepare(message, ctx)
         return topic, request
 
-    def _prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest, dict[str, str]]:
-        """:meth:`prepare`, plus the properties the record was given (so the result needs no decode)."""
+    def _prepare(
+        self, message: Message, ctx: SendContext, shared: dict[str, int] | None = None
+    ) -> tuple[TopicConfig, PutRequest, dict[str, str]]:
+        """:meth:`prepare`, plus the properties the record was given (so the result needs no decode).
+        ``shared``: the queue the group-less messages of this request share, per topic (filled here)."""
         message.validate()
         topic = self._topics.resolve(message.topic, for_write=True, message_type=message.message_type)
-        queue_id = self._queue_for(message.message_group, topic, ctx.queue_id)
+        if (
+            shared is not None
+            and message.message_group is None
+            and (ctx.queue_id is None or ctx.queue_id < 0)
+        ):
+            queue_id = shared.get(topic.name, -1)
+            if queue_id < 0:
+                queue_id = shared[topic.name] = self._queue_for(None, topic, None)
+        else:
+            queue_id = self._queue_for(message.message_group, topic, ctx.queue_id)
         now = self._clock.now_ms()
         properties = self._properties(message, ctx)
         body = message.body if type(message.body) is bytes else bytes(message.body)
@@ -225,6 +237,7 @@ class SendService:
         if total > limits.batch_bytes_max:
             raise errors.PayloadTooLarge("batch", total, limits.batch_bytes_max)
         prepared: list[tuple[Message, TopicConfig, PutRequest, dict[str, str]]] = []
+        shared: dict[str, int] = {}  # the request's group-less messages share one queue (send lane too)
         for message in messages:
             if message.topic != first:
                 raise errors.InvalidArgument("every message of a batch must have the same topic")
@@ -234,7 +247,7 @@ class SendService:
                 )
             if message.delivery_timestamp_ms is not None or message.delay_level:
                 raise errors.InvalidArgument("delay messages cannot be sent in a batch")
-            topic, request, properties = self._prepare(message, ctx)
+            topic, request, properties = self._prepare(message, ctx, shared)
             prepared.append((message, topic, request, properties))
         appended = await self._store.put_batch([p[2] for p in prepared])
         return [self._result(m, r, t, a, d) for (m, t, r, d), a in zip(prepared, appended, strict=True)]
@@ -302,6 +315,7 @@ class SendService:
         topic_bytes = topic_name.encode()
         born_host = ctx.born_host.encode()
         producer_group = ctx.producer_group
+        shared_queue: int | None = None
         for message in messages:
             group = message.message_group
             self._validate_lean(topic_name, message)
@@ -311,7 +325,12 @@ class SendService:
                 topic = self._lane_resolve(topic_name, message_type)
                 if batch:
                     resolved[message_type] = topic
-            queue_id = self._queue_for(group, topic, ctx.queue_id)
+            if group is None and (ctx.queue_id is None or ctx.queue_id < 0):
+                if shared_queue is None:  # one queue per request, as above
+                    shared_queue = self._queue_for(None, topic, None)
+                queue_id = shared_queue
+            else:
+                queue_id = self._queue_for(group, topic, ctx.queue_id)
             now = self._clock.now_ms()
             properties = message.properties.copy()
             tags = message.tags
@@ -462,8 +481,15 @@ class SendService:
             if explicit >= topic.queues:
                 return None
             queue_ids: list[int] = [explicit] * count
-        else:
-            queue_ids = [self._queue_for(group, types[group], None) for group in groups]
+        elif len(distinct_groups) == 1 and None in distinct_groups:
+            # a request's messages without a message group share one queue, as the Apache proxy sends
+            # them (one queue picked per SendMessage, the messages as one batch there)
+            queue_ids = [self._queue_for(None, topic, None)] * count
+        else:  # FIFO: each message group keeps its own queue, whatever request it came in
+            shared = self._queue_for(None, types[None], None) if None in types else 0
+            queue_ids = [
+                shared if group is None else self._queue_for(group, types[group], None) for group in groups
+            ]
         codes = {tags: tag_hash(tags) for tags in distinct_tags}
         index_keys = [
             (*keys, message_id) if keys else (message_id,)
