@@ -21,7 +21,9 @@ from txmq.protocol.grpc import convert, pb, wire
 
 S = pb.service
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
-_KEY = st.one_of(_TEXT, st.sampled_from([props.DELAY, props.TAGS, props.KEYS, props.PRODUCER_GROUP, "a", "b"]))
+_KEY = st.one_of(
+    _TEXT, st.sampled_from([props.DELAY, props.TAGS, props.KEYS, props.PRODUCER_GROUP, "a", "b"])
+)
 _BODY = st.binary(max_size=40)
 _TS = st.builds(  # times after 1970: a negative one is a ten byte varint, which the lean decoder declines
     lambda s, n: pb.definition.google_dot_protobuf_dot_timestamp__pb2.Timestamp(seconds=s, nanos=n),
