@@ -11,7 +11,8 @@ figures per message.
         [--only send,batch] [--profile /tmp/prof] [--untuned-gc]
 
 Scenarios: single sends (``send``), batches of 100 (``batch``, SEND_BATCH_MESSAGE), GET_MAX_OFFSET,
-pulls of 32. The broker's collector is set as a broker process sets it (``runtime.tune_gc``) unless
+pulls of 32, transactions (``tx``: half sends, then their END_TRANSACTION commits, each step timed).
+The broker's collector is set as a broker process sets it (``runtime.tune_gc``) unless
 ``--untuned-gc`` or the measured ``src`` has no such function.
 
 ``--src`` measures another checkout's ``src`` (a baseline) with this same script.
@@ -169,7 +170,94 @@ async def run(messages: int, rounds: int, per_read: int, only: set[str], profile
             for i in range(max(4, messages // 32))
         ]
         await measure(f"pull 32, {per_read} per read", pulls, 32)
+        if not only or "tx" in only:
+            await transactions(broker, handler, request, body, messages, rounds, per_read, profile)
         await broker.close()
+
+
+async def transactions(
+    broker: Any,
+    handler: Any,
+    request: Any,
+    body: bytes,
+    messages: int,
+    rounds: int,
+    per_read: int,
+    profile: str,
+) -> None:
+    """``tx``: half sends (SEND_MESSAGE_V2, transactional, as txmq's SDK sends them), then their
+    END_TRANSACTION commits (answered requests), ``messages`` of each per round; best CPU per message
+    of each step, and of the two together (the broker's CPU per committed transaction)."""
+    from tests.integration.remoting_support import send_header
+
+    from txmq.common import msgid, names
+    from txmq.common import properties as props
+    from txmq.protocol.remoting.codes import RequestCode
+    from txmq.protocol.remoting.headers import EndTransactionRequestHeader
+    from txmq.server.remoting_transport import RemotingEndpoint
+
+    async def feed(frames: list[bytes]) -> float:
+        endpoint = RemotingEndpoint(handler)
+        sink = Sink()
+        endpoint.connection_made(sink)
+        reads = [b"".join(frames[i : i + per_read]) for i in range(0, len(frames), per_read)]
+        cpu = time.process_time()
+        expected = 0
+        for i, data in enumerate(reads):
+            expected += min(per_read, len(frames) - i * per_read)
+            endpoint.data_received(data)
+            while sink.frames < expected:
+                await asyncio.sleep(0)
+        spent = time.process_time() - cpu
+        if sink.failed:
+            print(f"tx: {sink.failed} responses were not SUCCESS")
+        return spent
+
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    best_half = best_end = best_both = float("inf")
+    next_half = broker.store.max_offset(names.HALF_TOPIC, 0)
+    for _ in range(rounds):
+        halves = []
+        for i in range(messages):
+            properties = {
+                props.UNIQ_KEY: msgid.new_message_id(int(time.time() * 1000)),
+                props.TRAN_MSG: "true",
+                props.PRODUCER_GROUP: "PG",
+            }
+            fields = send_header("TTx", properties, queue_id=i % 4, sys_flag=4)  # TRANSACTION_PREPARED
+            halves.append(request(RequestCode.SEND_MESSAGE_V2, fields, body))
+        half_cpu = await feed(halves)
+        units = []
+        while len(units) < messages:  # queue_units answers at most a chunk at a time
+            chunk = broker.store.queue_units(names.HALF_TOPIC, 0, next_half, messages - len(units))
+            if not chunk:
+                raise RuntimeError("a half message is missing from the half queue")
+            units += chunk
+            next_half += len(chunk)
+        ends = []
+        for unit in units:
+            half = broker.store.read(unit.physical_offset)
+            decoded = props.decode(half.properties)
+            header = EndTransactionRequestHeader(
+                producer_group="PG", tran_state_table_offset=unit.queue_offset,
+                commit_log_offset=unit.physical_offset, commit_or_rollback=8, msg_id=decoded[props.UNIQ_KEY],
+                topic="TTx", from_transaction_check=False,
+                transaction_id=broker.transactions.transaction_id_of(unit.physical_offset),
+            )  # fmt: skip
+            ends.append(request(RequestCode.END_TRANSACTION, header.to_ext_fields()))
+        end_cpu = await feed(ends)
+        best_half, best_end = min(best_half, half_cpu), min(best_end, end_cpu)
+        best_both = min(best_both, half_cpu + end_cpu)
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(f"{profile}.tx")
+    for name, best in (("half send", best_half), ("END_TRANSACTION commit", best_end), ("both", best_both)):
+        print(f"{'tx ' + name + f', {per_read} per read':<40} {best / messages * 1e6:8.1f} us CPU per tx")
 
 
 def main() -> None:
@@ -180,7 +268,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--per-read", type=int, default=64)
     parser.add_argument("--src", default=str(ROOT / "src"), help="the txmq sources to measure")
-    parser.add_argument("--only", default="", help="scenarios by first word: send,batch,GET_MAX_OFFSET,pull")
+    parser.add_argument(
+        "--only", default="", help="scenarios by first word: send,batch,GET_MAX_OFFSET,pull,tx"
+    )
     parser.add_argument("--profile", default="", help="cProfile each scenario into PROFILE.<scenario>")
     parser.add_argument("--untuned-gc", action="store_true", help="keep CPython's collector defaults")
     args = parser.parse_args()

@@ -20,8 +20,11 @@ from txmq.protocol.remoting.codes import (
     RequestCode,
     ResponseCode,
 )
-from txmq.protocol.remoting.command import RemotingCommand
+from txmq.protocol.remoting.command import RemotingCommand, make_request
 from txmq.protocol.remoting.headers import EndTransactionRequestHeader
+from txmq.server.remoting.context import RemotingContext
+from txmq.server.remoting.dispatch import make_handler
+from txmq.server.remoting_transport import Deferred, RemotingEndpoint
 
 GROUP = "PG"
 
@@ -111,3 +114,32 @@ async def test_a_failed_decision_write_applies_nothing_and_a_later_commit_stores
     assert retried.code == ResponseCode.SUCCESS
     assert bodies(door, "TxFail") == [b"b0"]
     assert door.broker.transactions.show(txid)["state"] == "COMMITTED"
+
+
+async def test_a_half_send_and_its_commit_are_answered_from_the_read_callback_without_a_task(
+    door: Door,
+) -> None:
+    """The door appends a half message and an END_TRANSACTION where it reads them and answers each
+    from a callback once it is durable (a ``Deferred``), as it does a plain send: no task per request."""
+    handler = make_handler(RemotingContext(door.broker, "127.0.0.1:10911"))
+    endpoint = RemotingEndpoint(handler)  # never connected: the handler reads only its peer
+    sent = handler.inline(
+        make_request(RequestCode.SEND_MESSAGE_V2, 1, half_header("TxInline", "u0"), b"b0"), endpoint
+    )
+    assert type(sent) is Deferred
+    await sent.durable
+    half = sent.finish(None)
+    assert isinstance(half, RemotingCommand) and half.code == ResponseCode.SUCCESS
+    commit = end_header("TxInline", "u0", half, TRANSACTION_COMMIT_TYPE)
+    ended = handler.inline(make_request(RequestCode.END_TRANSACTION, 2, commit), endpoint)
+    assert type(ended) is Deferred
+    await ended.durable
+    answer = ended.finish(None)
+    assert isinstance(answer, RemotingCommand) and answer.code == ResponseCode.SUCCESS
+    assert bodies(door, "TxInline") == [b"b0"]
+    again = handler.inline(make_request(RequestCode.END_TRANSACTION, 3, commit), endpoint)
+    assert (
+        isinstance(again, RemotingCommand) and again.code == ResponseCode.SUCCESS
+    )  # a duplicate: nothing stored
+    assert bodies(door, "TxInline") == [b"b0"]
+    assert door.broker.transactions.show(half.ext_fields["transactionId"])["state"] == "COMMITTED"

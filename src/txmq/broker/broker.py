@@ -16,7 +16,7 @@ import enum
 import functools
 import logging
 import os
-from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,7 +34,7 @@ from txmq.broker.records import index_keys, to_view
 from txmq.broker.reput import to_real_topic
 from txmq.broker.send import LaneSent, SendContext, SendService, decode_recall_handle
 from txmq.broker.topics import TopicConfig, TopicRegistry
-from txmq.broker.transaction.service import TransactionService
+from txmq.broker.transaction.service import EndFinish, TransactionService
 from txmq.broker.waiters import ArrivalWaiters
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
@@ -283,6 +283,27 @@ class Broker:
             from_check=from_check,
             client_id=client_id,
             operator=operator,
+        )
+
+    def end_transaction_nowait(
+        self,
+        *,
+        topic: str,
+        message_id: str,
+        transaction_id: str,
+        commit: bool | None,
+        from_check: bool,
+        client_id: str = "",
+    ) -> tuple[Awaitable[None], EndFinish] | Coroutine[Any, Any, None] | None:
+        """:meth:`end_transaction` started from the event loop without a task (the remoting door):
+        see :meth:`TransactionService.end_nowait`."""
+        return self.transactions.end_nowait(
+            topic=topic,
+            message_id=message_id,
+            transaction_id=transaction_id,
+            commit=commit,
+            from_check=from_check,
+            client_id=client_id,
         )
 
     async def recall(self, topic: str, recall_handle: str) -> str:

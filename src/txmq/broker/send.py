@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from txmq.broker import delay_levels as levels_mod
 from txmq.broker.filtering import tag_hash
-from txmq.broker.records import split_host
+from txmq.broker.records import keys_of, split_host
 from txmq.broker.reput import real_destination, to_real_topic
 from txmq.broker.topics import TopicConfig, TopicRegistry
 from txmq.common import errors, limits, msgid, names
@@ -126,6 +126,17 @@ class LaneAppend(NamedTuple):
     durable: Awaitable[None]
 
 
+class HalfAppend(NamedTuple):
+    """What :meth:`SendService.half_append` appended; answer it once ``durable`` completes."""
+
+    message: Message
+    topic: TopicConfig
+    request: PutRequest
+    properties: dict[str, str]
+    appended: AppendResult
+    durable: Awaitable[None]
+
+
 class SendService:
     def __init__(
         self,
@@ -172,6 +183,24 @@ class SendService:
             self.half_stored(request, properties, appended)
         return [self._result(message, request, topic, appended, properties)]
 
+    def half_append(self, message: Message, ctx: SendContext) -> HalfAppend:
+        """The synchronous first half of :meth:`send` for one transactional message (the remoting
+        door answers it from a callback on ``durable``, no task): checks and the append; once
+        ``durable`` completed, :meth:`half_answer` gives what :meth:`send` returns."""
+        if not message.transactional:
+            raise errors.InvalidArgument("half_append takes a transactional message")
+        topic, request, properties = self._prepare(message, ctx)
+        appended, durable = self._store.put_nowait(request)
+        half: HalfAppend = _new_tuple(HalfAppend, (message, topic, request, properties, appended, durable))
+        return half
+
+    def half_answer(self, half: HalfAppend) -> SendResult:
+        """:meth:`send`'s result for a :meth:`half_append` whose record is durable (and the half
+        handed to the transaction service, as :meth:`send` does)."""
+        if self.half_stored is not None:
+            self.half_stored(half.request, half.properties, half.appended)
+        return self._result(half.message, half.request, half.topic, half.appended, half.properties)
+
     def prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest]:
         """Validate one message and build the record to append (no I/O)."""
         topic, request, _ = self._prepare(message, ctx)
@@ -210,6 +239,11 @@ class SendService:
                 born_host=ctx.born_host,
             )
             return topic, request, properties
+        if message.transactional:
+            # Transaction + delay: the delay is kept on the half message and starts at the commit.
+            if message.delivery_timestamp_ms is not None and deliver_ms is not None:
+                properties[props.TIMER_DELIVER_MS] = str(deliver_ms)
+            return topic, self._half(topic.name, queue_id, body, now, properties, ctx), properties
         base = PutRequest(
             topic=topic.name,
             queue_id=queue_id,
@@ -219,11 +253,6 @@ class SendService:
             born_timestamp_ms=now,
             born_host=ctx.born_host,
         )
-        if message.transactional:
-            # Transaction + delay: the delay is kept on the half message and starts at the commit.
-            if message.delivery_timestamp_ms is not None and deliver_ms is not None:
-                properties[props.TIMER_DELIVER_MS] = str(deliver_ms)
-            return topic, self._half(base, properties, ctx), properties
         if deliver_ms is not None and deliver_ms > now:
             return topic, self._delayed(base, properties, deliver_ms, message.delay_level), properties
         properties.pop(props.DELAY, None)
@@ -633,23 +662,24 @@ class SendService:
             properties,
         )
 
-    def _half(self, base: PutRequest, properties: dict[str, str], ctx: SendContext) -> PutRequest:
+    def _half(
+        self, topic: str, queue_id: int, body: bytes, now: int, properties: dict[str, str], ctx: SendContext
+    ) -> PutRequest:
         """A half message: stored in the half topic, real topic and queue in its properties."""
-        properties[props.REAL_TOPIC] = base.topic
-        properties[props.REAL_QUEUE_ID] = str(base.queue_id)
+        properties[props.REAL_TOPIC] = topic
+        properties[props.REAL_QUEUE_ID] = str(queue_id)
         properties[props.TRAN_MSG] = "true"
-        properties.setdefault(props.PRODUCER_GROUP, ctx.producer_group or base.topic)
-        return _with_properties(
-            PutRequest(
-                topic=names.HALF_TOPIC,
-                queue_id=0,
-                body=base.body,
-                tags_code=base.born_timestamp_ms,  # broker time: the check service finds old halves by it
-                sys_flag=SysFlag.TRANSACTION_PREPARED,
-                born_timestamp_ms=base.born_timestamp_ms,
-                born_host=base.born_host,
-            ),
-            properties,
+        properties.setdefault(props.PRODUCER_GROUP, ctx.producer_group or topic)
+        return PutRequest(
+            topic=names.HALF_TOPIC,
+            queue_id=0,
+            body=body,
+            properties=props.encode(properties),
+            tags_code=now,  # broker time: the check service finds old halves by it
+            sys_flag=SysFlag.TRANSACTION_PREPARED,
+            born_timestamp_ms=now,
+            born_host=ctx.born_host,
+            index_keys=keys_of(properties),  # what records.index_keys finds in these properties
         )
 
     def _result(

@@ -40,6 +40,7 @@ class StoreConfig:
     prealloc_bytes: int = limits.prealloc_bytes_default
 
 
+@slot_init  # one is built per message of the general send path, three per transaction
 @dataclass(frozen=True, slots=True)
 class PutRequest:
     """One message to append. ``tags_code`` goes into the ConsumeQueue unit (tag hash, or a

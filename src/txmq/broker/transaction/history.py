@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
 
 from txmq.common import errors
+from txmq.common.fastinit import slot_init
 
 from .model import Decision, DecisionSource, TxnState, apply_decision
 
@@ -42,6 +43,7 @@ class EventKind(enum.Enum):
     RESUMED = "RESUMED"
 
 
+@slot_init  # one is built per decision
 @dataclass(frozen=True, slots=True)
 class TxnEvent:
     """One line of a transaction's history. ``at_ms`` is always broker time."""
@@ -113,6 +115,7 @@ def _enum_or_none(cls: type[_E], value: object) -> _E | None:
     return None if value is None else cls(value)
 
 
+@slot_init  # one is built per decision
 @dataclass(frozen=True, slots=True)
 class TxnRecord:
     """What folding a history yields: enough to build a ``HalfView`` (plus immunity and producer liveness)."""

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import logging
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from txmq.broker.records import keys_of, split_host, to_view
 from txmq.broker.reput import to_real_topic
@@ -77,13 +78,30 @@ class Watch:
 
 
 class _DecisionTurn:
-    """One half message's decision lock and how many decisions hold it or wait for it."""
+    """One half message's turn to decide: held by one decision while it is in ``_deciding``; the
+    decisions that arrive meanwhile wait in ``waiting``, first come first served. No lock object: the
+    producer's own decision (nearly always alone) takes the turn without a coroutine or a future."""
 
-    __slots__ = ("lock", "users")
+    __slots__ = ("waiting",)
 
     def __init__(self) -> None:
-        self.lock = asyncio.Lock()
-        self.users = 0
+        self.waiting: deque[asyncio.Future[None]] = deque()
+
+
+class _Pending(NamedTuple):
+    """A decision appended (not yet durable): what to reflect in memory once it is."""
+
+    durable: Awaitable[None]
+    half_offset: int
+    event: TxnEvent
+    op_queue_offset: int
+    error: errors.TxmqError | None  # raised once the record is durable (a CONFLICT)
+
+
+EndFinish = Callable[[BaseException | None], None]
+"""Completes a decision started by :meth:`TransactionService.end_nowait` once its records are
+durable (``None``) or failed (the exception): reflects it in memory, passes the turn on, and raises
+what the decision answers (the write's error, a conflict)."""
 
 
 class TransactionService:
@@ -178,6 +196,58 @@ class TransactionService:
         operator: bool = False,
     ) -> None:
         """Apply a producer's (or an operator's) decision; the first terminal decision wins."""
+        half_offset, half, decoded = self._take_half(topic, message_id, transaction_id)
+        await self._end_in_turn(
+            half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator
+        )
+
+    def end_nowait(
+        self,
+        *,
+        topic: str,
+        message_id: str,
+        transaction_id: str,
+        commit: bool | None,
+        from_check: bool,
+        client_id: str = "",
+    ) -> tuple[Awaitable[None], EndFinish] | Coroutine[Any, Any, None] | None:
+        """:meth:`end` for a caller on the event loop that can wait for a future without a task (the
+        remoting door). When no other decision on the half holds its turn, it decides and appends
+        now and returns the awaitable that completes once the records are durable and the function
+        to call then (``EndFinish``), or None if the decision records nothing (a duplicate); else
+        the coroutine of :meth:`end`, which waits its turn. Raises what :meth:`end` raises before
+        anything is appended."""
+        half_offset, half, decoded = self._take_half(topic, message_id, transaction_id)
+        if half_offset in self._deciding:
+            return self._end_in_turn(
+                half_offset, half, decoded, transaction_id, commit, from_check, client_id, False
+            )
+        turn = self._deciding[half_offset] = _DecisionTurn()
+        try:
+            pending = self._decision(
+                half_offset, half, decoded, transaction_id, commit, from_check, client_id, False
+            )
+        except BaseException:
+            self._pass_turn(half_offset, turn)
+            raise
+        if pending is None:
+            self._pass_turn(half_offset, turn)
+            return None
+        return pending.durable, functools.partial(self._finish_turn, turn, pending)
+
+    def _finish_turn(self, turn: _DecisionTurn, pending: _Pending, failure: BaseException | None) -> None:
+        try:
+            if failure is not None:
+                raise failure
+            self._finish(pending)
+        finally:
+            self._pass_turn(pending.half_offset, turn)
+
+    def _take_half(
+        self, topic: str, message_id: str, transaction_id: str
+    ) -> tuple[int, StoredRecord, dict[str, str]]:
+        """The half message a decision names (kept from its send, else read back), checked against the
+        decision's message id and topic."""
         half_offset = self._half_offset(transaction_id)
         kept = self._halves.pop(half_offset, None)
         if kept is None:
@@ -195,22 +265,54 @@ class TransactionService:
             raise errors.InvalidTransactionId(
                 f"transaction {transaction_id} belongs to another topic than {topic}"
             )
-        # the lock leaves the map only when its last user leaves: counting users, not asking
-        # lock.locked(), because a released lock reads unlocked before its woken waiter has run, and a
-        # third decision would then make a fresh lock and decide next to that waiter
+        return half_offset, half, decoded
+
+    async def _end_in_turn(
+        self,
+        half_offset: int,
+        half: StoredRecord,
+        decoded: dict[str, str],
+        transaction_id: str,
+        commit: bool | None,
+        from_check: bool,
+        client_id: str,
+        operator: bool,
+    ) -> None:
+        """Decide once no other decision on the half holds its turn (one at a time per half message:
+        the second sees what the first stored)."""
+        turn = await self._take_turn(half_offset)
+        try:
+            await self._decide(
+                half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator
+            )
+        finally:
+            self._pass_turn(half_offset, turn)
+
+    async def _take_turn(self, half_offset: int) -> _DecisionTurn:
         turn = self._deciding.get(half_offset)
         if turn is None:
             turn = self._deciding[half_offset] = _DecisionTurn()
-        turn.users += 1
+            return turn
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        turn.waiting.append(waiter)
         try:
-            async with turn.lock:
-                await self._decide(
-                    half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator
-                )
-        finally:
-            turn.users -= 1
-            if turn.users == 0:
-                del self._deciding[half_offset]
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # handed the turn as it was cancelled
+                self._pass_turn(half_offset, turn)
+            raise  # a cancelled waiter left in the queue is skipped by _pass_turn
+        return turn
+
+    def _pass_turn(self, half_offset: int, turn: _DecisionTurn) -> None:
+        """Hand the turn to the first decision still waiting, or free it: the turn leaves the map only
+        when no decision waits, so one arriving meanwhile queues behind the woken one."""
+        waiting = turn.waiting
+        while waiting:
+            waiter = waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        del self._deciding[half_offset]
 
     async def _decide(
         self,
@@ -223,6 +325,32 @@ class TransactionService:
         client_id: str,
         operator: bool,
     ) -> None:
+        pending = self._decision(
+            half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator
+        )
+        if pending is not None:
+            await pending.durable
+            self._finish(pending)
+
+    def _finish(self, pending: _Pending) -> None:
+        """The decision's records are durable: reflect them in memory, then raise its answer's error."""
+        self._apply(pending.half_offset, pending.event, pending.op_queue_offset)
+        if pending.error is not None:
+            raise pending.error
+
+    def _decision(
+        self,
+        half_offset: int,
+        half: StoredRecord,
+        decoded: dict[str, str],
+        transaction_id: str,
+        commit: bool | None,
+        from_check: bool,
+        client_id: str,
+        operator: bool,
+    ) -> _Pending | None:
+        """Decide (the caller holds the half's turn) and append what the decision records; None when
+        it records nothing. Synchronous: nothing else runs between reading the state and appending."""
         decision = Decision.UNKNOWN if commit is None else Decision.COMMIT if commit else Decision.ROLLBACK
         source = (
             DecisionSource.OPERATOR
@@ -242,28 +370,27 @@ class TransactionService:
             producer_client_id=client_id or None,
             decision=decision,
         )
+        error: errors.TxmqError | None = None
         if outcome.kind is OutcomeKind.IGNORED_UNKNOWN:
-            if from_check:
-                await self._append_events(
-                    half_offset, [dataclasses.replace(event, kind=EventKind.CHECK_ANSWER)]
-                )
-            return
-        if outcome.kind is OutcomeKind.DUPLICATE:
-            return
-        if outcome.kind is OutcomeKind.CONFLICT:
+            if not from_check:
+                return None
+            event = dataclasses.replace(event, kind=EventKind.CHECK_ANSWER)
+        elif outcome.kind is OutcomeKind.DUPLICATE:
+            return None
+        elif outcome.kind is OutcomeKind.CONFLICT:
             detail = f"{decision.value} rejected: already {state.value}"
-            await self._append_events(
-                half_offset, [dataclasses.replace(event, kind=EventKind.CONFLICT, detail=detail)]
+            event = dataclasses.replace(event, kind=EventKind.CONFLICT, detail=detail)
+            error = errors.Conflict(
+                f"transaction {transaction_id} was already {state.value.lower()}; {detail}"
             )
-            raise errors.Conflict(f"transaction {transaction_id} was already {state.value.lower()}; {detail}")
-        if outcome.late:
+        elif outcome.late:
             event = dataclasses.replace(event, detail="late decision on a discarded message")
         requests: list[PutRequest] = []
-        if decision is Decision.COMMIT:
+        if error is None and event.kind is EventKind.DECISION and decision is Decision.COMMIT:
             requests.append(self._committed_request(half, decoded, now))
         requests.append(self._op_request(half_offset, event))
-        appended = await self._store.put_batch(requests)
-        self._apply(half_offset, event, appended[-1].queue_offset)
+        appended, durable = self._store.put_batch_nowait(requests)
+        return _Pending(durable, half_offset, event, appended[-1].queue_offset, error)
 
     def _committed_request(self, half: StoredRecord, decoded: dict[str, str], now_ms: int) -> PutRequest:
         """The real message; a delayed transactional message is delayed from the commit, not the send."""

@@ -23,10 +23,10 @@ INLINE_ROUTES: dict[int, InlineRoute] = {
     RequestCode.SEND_MESSAGE: producer.send,
     RequestCode.SEND_MESSAGE_V2: producer.send,
     RequestCode.SEND_BATCH_MESSAGE: producer.send,
+    RequestCode.END_TRANSACTION: producer.end_transaction,
 }
 
 ROUTES: dict[int, Route] = {
-    RequestCode.END_TRANSACTION: producer.end_transaction,
     RequestCode.HEART_BEAT: session.heartbeat,
     RequestCode.UNREGISTER_CLIENT: session.unregister,
     RequestCode.GET_CONSUMER_LIST_BY_GROUP: session.consumer_list,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, NamedTuple
 
 from txmq.broker.send import SendContext
 from txmq.common import errors, msgid
@@ -85,6 +85,8 @@ def send(
     lane, messages = _messages(header, request.body, _is_batch(request, header))
     context = _context(header.producer_group, endpoint.peer, header.queue_id)
     if not lane:
+        if len(messages) == 1 and messages[0].transactional:
+            return _send_half(ctx, request, messages[0], context)
         return _send_general(ctx, request, messages, context)
     if len(lane) > 1:
         return _send_batch(ctx, request, header.topic, lane, context)
@@ -104,6 +106,24 @@ def send(
 
 
 _new_tuple = tuple.__new__
+
+
+def _send_half(
+    ctx: RemotingContext, request: RemotingCommand, message: Message, context: SendContext
+) -> Deferred:
+    """A half message: appended here, answered from a callback once durable (no task), as
+    ``broker.send`` would answer it."""
+    sender = ctx.broker.sender
+    half = sender.half_append(message, context)
+
+    def answer(exc: Exception | None) -> RemotingCommand | bytes:
+        if exc is not None:
+            return error_response(request, exc)
+        result = sender.half_answer(half)
+        return make_response(request, ResponseCode.SUCCESS, ext_fields=_response_fields([result]))
+
+    deferred: Deferred = _new_tuple(Deferred, (half.durable, answer))
+    return deferred
 
 
 async def _send_batch(
@@ -161,6 +181,51 @@ def _response_fields(results: list[SendResult]) -> dict[str, str]:
     )
 
 
+class EndFields(NamedTuple):
+    """What END_TRANSACTION's handler reads of its header (``topic`` and ``transaction_id``: "" when
+    absent)."""
+
+    commit_or_rollback: int
+    commit_log_offset: int
+    msg_id: str
+    topic: str
+    from_check: bool
+    transaction_id: str
+
+
+def _plain_int(raw: str) -> bool:
+    """ASCII digits only, at most 18 of them: what ``headers._parse_int`` takes without question."""
+    return 0 < len(raw) <= 18 and raw.isascii() and raw.isdecimal()
+
+
+def end_fields(ext: dict[str, str]) -> EndFields | None:
+    """END_TRANSACTION's header read straight from its fields when every required one is present
+    and its numbers are plain digits, else None (then ``EndTransactionRequestHeader`` reads it):
+    the values ``EndTransactionRequestHeader.from_ext_fields`` gives (tests/property/test_end_fields.py)."""
+    table_offset = ext.get("tranStateTableOffset")
+    offset = ext.get("commitLogOffset")
+    decision = ext.get("commitOrRollback")
+    msg_id = ext.get("msgId")
+    if (
+        "producerGroup" not in ext
+        or table_offset is None
+        or offset is None
+        or decision is None
+        or msg_id is None
+        or not (_plain_int(table_offset) and _plain_int(offset) and _plain_int(decision))
+    ):
+        return None
+    check = ext.get("fromTransactionCheck")
+    fields: EndFields = _new_tuple(
+        EndFields,
+        (
+            int(decision), int(offset), msg_id, ext.get("topic") or "",
+            check is not None and check.lower() == "true", ext.get("transactionId") or "",
+        ),
+    )  # fmt: skip
+    return fields
+
+
 _DECISIONS: dict[int, bool | None] = {
     TRANSACTION_COMMIT_TYPE: True,
     TRANSACTION_ROLLBACK_TYPE: False,
@@ -168,27 +233,76 @@ _DECISIONS: dict[int, bool | None] = {
 }
 
 
-async def end_transaction(
+def end_transaction(
     ctx: RemotingContext, request: RemotingCommand, endpoint: RemotingEndpoint
-) -> RemotingCommand | None:
-    """Commit, roll back or report "unknown"; 4.x sends it oneway, so failures are only logged then."""
-    header = EndTransactionRequestHeader.from_command(request)
-    if header.commit_or_rollback not in _DECISIONS:
-        raise errors.InvalidArgument(f"commitOrRollback {header.commit_or_rollback} is not 0, 8 or 12")
-    decision = _DECISIONS[header.commit_or_rollback]
-    transaction_id = header.transaction_id or ""
+) -> RemotingCommand | Deferred | Coroutine[Any, Any, RemotingCommand | None] | None:
+    """Commit, roll back or report "unknown"; 4.x sends it oneway, so failures are only logged then.
+
+    Called from the read callback: the decision is appended here and answered from a callback once
+    durable (no task), unless another decision on the same half holds its turn (then a coroutine)."""
+    fields = end_fields(request.ext_fields)
+    if fields is None:  # anything unusual: the header class reads it and words every error
+        header = EndTransactionRequestHeader.from_command(request)
+        fields = _new_tuple(
+            EndFields,
+            (
+                header.commit_or_rollback, header.commit_log_offset, header.msg_id, header.topic or "",
+                header.from_transaction_check, header.transaction_id or "",
+            ),
+        )  # fmt: skip
+    if fields.commit_or_rollback not in _DECISIONS:
+        raise errors.InvalidArgument(f"commitOrRollback {fields.commit_or_rollback} is not 0, 8 or 12")
+    decision = _DECISIONS[fields.commit_or_rollback]
+    transaction_id = fields.transaction_id
     if msgid.parse_offset_message_id(transaction_id) is None:
         # the Java client sends its own id here; the half message's commit-log offset is authoritative
-        transaction_id = ctx.broker.transactions.transaction_id_of(header.commit_log_offset)
+        transaction_id = ctx.broker.transactions.transaction_id_of(fields.commit_log_offset)
     try:
-        await ctx.broker.end_transaction(
-            topic=header.topic or "", message_id=header.msg_id, transaction_id=transaction_id,
-            commit=decision,
-            from_check=header.from_transaction_check, client_id=endpoint.peer,
+        started = ctx.broker.end_transaction_nowait(
+            topic=fields.topic, message_id=fields.msg_id, transaction_id=transaction_id,
+            commit=decision, from_check=fields.from_check, client_id=endpoint.peer,
         )  # fmt: skip
     except errors.TxmqError as exc:
-        if request.is_oneway:
-            log.warning("END_TRANSACTION %s from %s failed: %s", transaction_id, endpoint.peer, exc.message)
-            return None
-        raise
+        return _end_failed(request, endpoint, transaction_id, exc)
+    if started is None:  # decided before: nothing to store
+        return None if request.is_oneway else make_response(request, ResponseCode.SUCCESS)
+    if isinstance(started, Coroutine):
+        return _end_later(request, endpoint, transaction_id, started)
+    durable, finish = started
+
+    def answer(exc: Exception | None) -> RemotingCommand | bytes:
+        try:
+            finish(exc)
+        except errors.TxmqError as failure:
+            response = _end_failed(request, endpoint, transaction_id, failure)
+            return response if response is not None else make_response(request, ResponseCode.SUCCESS)
+        except Exception as failure:  # noqa: BLE001 - mapped to a response code in one place
+            return error_response(request, failure)
+        return make_response(request, ResponseCode.SUCCESS)
+
+    deferred: Deferred = _new_tuple(Deferred, (durable, answer))
+    return deferred
+
+
+def _end_failed(
+    request: RemotingCommand, endpoint: RemotingEndpoint, transaction_id: str, exc: errors.TxmqError
+) -> RemotingCommand | None:
+    """A refused decision: logged when oneway (nobody reads the answer), else its error response."""
+    if request.is_oneway:
+        log.warning("END_TRANSACTION %s from %s failed: %s", transaction_id, endpoint.peer, exc.message)
+        return None
+    return error_response(request, exc)
+
+
+async def _end_later(
+    request: RemotingCommand,
+    endpoint: RemotingEndpoint,
+    transaction_id: str,
+    pending: Coroutine[Any, Any, None],
+) -> RemotingCommand | None:
+    """A decision that waits for another one on the same half to finish first."""
+    try:
+        await pending
+    except errors.TxmqError as exc:
+        return _end_failed(request, endpoint, transaction_id, exc)
     return make_response(request, ResponseCode.SUCCESS)
