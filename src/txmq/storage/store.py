@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import posixpath
-from collections.abc import Awaitable, Generator, Sequence
+from collections.abc import Awaitable, Generator, Iterator, Sequence
 from typing import Any
 
 from txmq.common import limits, names
@@ -64,7 +64,7 @@ from txmq.storage.flush import DONE, GroupCommit
 from txmq.storage.fs import FileSystem, OsFileSystem
 from txmq.storage.index import KeyIndex, no_keys
 from txmq.storage.recovery import recover
-from txmq.storage.segment import SegmentList, scan_segment
+from txmq.storage.segment import SegmentList, records_from, scan_segment
 
 _new_tuple = tuple.__new__
 
@@ -372,6 +372,11 @@ class MessageStore:
     # ----------------------------------------------------------------------------------- reading
     def read(self, physical_offset: int) -> StoredRecord:
         return self._log.read(physical_offset, self._visible_limit())
+
+    def records_from(self, physical_offset: int) -> Iterator[StoredRecord]:
+        """Every readable record from ``physical_offset`` (a record's start or the log's end at some
+        moment; clamped to the log's start) in log order: a start-up scan of a short stretch."""
+        return records_from(self._log.segments, physical_offset, self._visible_limit())
 
     def read_queue(self, topic: str, queue_id: int, queue_offset: int, max_count: int,
                    max_bytes: int = limits.pull_bytes_max) -> QueueRead:  # fmt: skip
