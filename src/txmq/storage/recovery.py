@@ -37,7 +37,14 @@ from txmq.storage.commitlog import CommitLog, DispatchEntry
 from txmq.storage.consume_queue import ConsumeQueueSet
 from txmq.storage.fs import FileSystem
 from txmq.storage.index import KeyIndex
-from txmq.storage.segment import ScanStop, Segment, holds_record, judge_stop, scan_segment
+from txmq.storage.segment import (
+    ScanStop,
+    Segment,
+    ends_before_floor_reason,
+    holds_record,
+    judge_stop,
+    scan_segment,
+)
 
 
 @dataclass
@@ -75,6 +82,9 @@ def recover(fs: FileSystem, data_dir: str, log: CommitLog, queues: ConsumeQueueS
     scan = _Scan(start=start, end=start, notes=notes,
                  durable_floor=checkpoint.flushed_offset if checkpoint is not None else 0)  # fmt: skip
     _scan_log(log, scan)
+    if segments.segments and scan.truncated_at is None and scan.end < scan.durable_floor:
+        scan.truncated_at = scan.end  # nothing left to cut, but acknowledged records are gone: say so
+        scan.reason = ends_before_floor_reason(scan.end, scan.durable_floor)
     if not segments.segments and checkpoint is not None:
         scan.end = _round_up(checkpoint.flushed_offset, segments.segment_bytes)  # never reuse offsets
     log.write_offset = scan.end

@@ -394,6 +394,15 @@ class StopVerdict:
     reason: str | None = None
 
 
+def ends_before_floor_reason(end: int, floor: int) -> str:
+    """The log's data ends (a file cut short, a segment gone) before the checkpoint's flushed offset:
+    records fsynced there are missing. Recovery reports it, verify names it."""
+    return (
+        f"the log's data ends at offset {end}, before the checkpoint's flushed offset {floor} "
+        "(records fsynced there are missing)"
+    )
+
+
 def judge_stop(segment: Segment, offset: int, zeros: bool, floor: int) -> StopVerdict:
     """Judge a scan's stop at ``offset`` (``zeros``: zero bytes where a record would start) against the
     checkpoint's flushed offset ``floor``; whether the segment is the log's tail is the caller's part."""
