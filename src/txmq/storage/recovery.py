@@ -76,6 +76,13 @@ def recover(fs: FileSystem, data_dir: str, log: CommitLog, queues: ConsumeQueueS
     dropped = trim_queue_tails(log, queues, start)
     if dropped:
         notes.append(f"dropped {dropped} ConsumeQueue units past the checkpoint that did not match the log")
+    whole = checkpoint is None or start != checkpoint.dispatched_offset or start <= log.segments.min_offset()
+    short = None if whole or checkpoint is None else _short_queue(checkpoint, queues)
+    if short is not None:
+        notes.append(f"{short}; rebuilding every ConsumeQueue and the index from the start of the log")
+        start = log.segments.min_offset()
+        for queue in queues.queues.values():
+            queue.truncate_from_physical(start)
     index.truncate_from_physical(start)
     for (topic, queue_id), queue in queues.queues.items():
         log.queue_next[(topic, queue_id)] = queue.max_offset
@@ -99,6 +106,18 @@ def recover(fs: FileSystem, data_dir: str, log: CommitLog, queues: ConsumeQueueS
         rebuilt_queues=len({(e.topic, e.queue_id) for e in log.pending if isinstance(e, DispatchEntry)}),
         duration_ms=clock.monotonic_ms() - started_ms, notes=tuple(scan.notes),
     )  # fmt: skip
+
+
+def _short_queue(checkpoint: Checkpoint, queues: ConsumeQueueSet) -> str | None:
+    """A ConsumeQueue that holds fewer units before the checkpoint's dispatched offset than the
+    checkpoint recorded (a file cut, removed or damaged on disk): its records are in the log but no
+    consumer would see them. None when every queue is whole (or nothing was recorded)."""
+    for topic, queue_id, end in checkpoint.queue_ends or ():
+        queue = queues.get(topic, queue_id)
+        have = queue.max_offset if queue is not None else 0
+        if have < end:
+            return f"ConsumeQueue {topic}/{queue_id} ends at {have}, the checkpoint recorded {end}"
+    return None
 
 
 def trim_queue_tails(log: CommitLog, queues: ConsumeQueueSet, start: int) -> int:

@@ -258,7 +258,11 @@ class MessageStore:
         dispatched = min(self._dispatcher.dispatched_offset, flushed)
         self._queues.sync()
         self._index.sync()
-        save_checkpoint(self.fs, self.config.data_dir, Checkpoint(dispatched, flushed, self.clock.now_ms()))
+        ends = None
+        if dispatched == self._dispatcher.dispatched_offset:  # the queues hold exactly what is before it
+            ends = tuple((t, q, queue.max_offset) for (t, q), queue in self._queues.queues.items())
+        checkpoint = Checkpoint(dispatched, flushed, self.clock.now_ms(), ends)
+        save_checkpoint(self.fs, self.config.data_dir, checkpoint)
 
     def _visible_limit(self) -> int:
         return self._commit.flushed_offset if self._sync else self._log.written_offset
