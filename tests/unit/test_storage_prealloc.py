@@ -359,3 +359,29 @@ def test_zeros_to_the_end_of_what_the_checkpoint_says_was_fsynced_are_reported_n
     report = reopened.recovery_report
     assert report.truncated_at == spans[5][0] and "flushed offset" in report.reason
     assert _bodies(reopened) == [_req(i, 600).body for i in range(5)]
+
+
+@pytest.mark.parametrize("prealloc_bytes", [8 * 1024, 0])
+def test_a_log_cut_at_a_record_end_before_the_flushed_offset_is_reported(prealloc_bytes: int) -> None:
+    """The same loss without zeros: the tail file ends exactly where a record ends, before the
+    checkpoint's flushed offset (a file cut short by a disk or an operator). Verify took it for a clean
+    end and the broker served the store with acknowledged records silently missing."""
+    fs = FaultyFileSystem()
+    store = MessageStore.open(_config(prealloc_bytes), fs=fs, clock=FakeClock())
+    spans = []
+    for i in range(8):
+        result, _ = store.put_nowait(_req(i, 600))
+        spans.append((result.physical_offset, result.physical_offset + result.size))
+    store.flush()
+    save_checkpoint(fs, DATA, Checkpoint(spans[2][1], spans[7][1], 0))
+    (path,) = _segments(fs)
+    file = fs.files[path]
+    del file.data[spans[5][0] :]
+    file.durable = bytes(file.data)
+    [problem] = verify_store(fs, DATA).problems
+    assert problem.offset == spans[5][0] and "flushed offset" in problem.reason and problem.torn_tail
+    reopened = MessageStore.open(_config(prealloc_bytes), fs=fs, clock=FakeClock())
+    report = reopened.recovery_report
+    assert report is not None
+    assert report.truncated_at == spans[5][0] and "flushed offset" in report.reason
+    assert _bodies(reopened) == [_req(i, 600).body for i in range(5)]

@@ -221,3 +221,18 @@ async def test_closed_store_refuses_appends() -> None:
     await store.close()
     with pytest.raises(StorageError, match="closed"):
         store.put_nowait(PutRequest("T", 0, b"a"))
+
+
+def test_records_from_walks_the_log_across_segments_up_to_the_readable_end() -> None:
+    store = _open(FaultyFileSystem())
+    appended = [store.put_nowait(PutRequest("T", 0, b"r%02d" % i + bytes(20_000)))[0] for i in range(8)]
+    store.flush()
+    store.run_once()
+    late = store.put_nowait(PutRequest("T", 0, b"unflushed"))[0]  # buffered, not yet readable
+    assert len(store._log.segments.segments) > 1  # the walk crosses segment ends
+    start = appended[2].physical_offset
+    walked = list(store.records_from(start))
+    assert [r.physical_offset for r in walked] == [a.physical_offset for a in appended[2:]]
+    assert [r.body[:3] for r in walked] == [b"r%02d" % i for i in range(2, 8)]
+    assert list(store.records_from(late.physical_offset)) == []
+    assert [r.physical_offset for r in store.records_from(-1)] == [a.physical_offset for a in appended]

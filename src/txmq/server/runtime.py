@@ -160,6 +160,8 @@ async def run_until_signalled(config: BrokerConfig) -> None:
             file=sys.stderr,
             flush=True,
         )
+    elif report is not None and report.reason:  # nothing to cut, yet records are missing
+        print(f"recovery: {report.reason}", file=sys.stderr, flush=True)
     await stop.wait()
     await running.stop()
     print("txmq broker stopped", flush=True)

@@ -14,6 +14,7 @@ The broker reuses these two functions for topic config and consumer offsets.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import struct
 from dataclasses import dataclass
@@ -76,11 +77,14 @@ def read_meta(fs: FileSystem, path: str) -> bytes | None:
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
     """``dispatched_offset``: ConsumeQueues and the index are durable for every record before it.
-    ``flushed_offset``: the CommitLog was durable up to here when the checkpoint was taken."""
+    ``flushed_offset``: the CommitLog was durable up to here when the checkpoint was taken.
+    ``queue_ends``: (topic, queue id, max offset) of every ConsumeQueue, when they held exactly the
+    records before ``dispatched_offset`` (None: not recorded); recovery finds a damaged queue with it."""
 
     dispatched_offset: int
     flushed_offset: int
     timestamp_ms: int
+    queue_ends: tuple[tuple[str, int, int], ...] | None = None
 
 
 def save_checkpoint(fs: FileSystem, data_dir: str, checkpoint: Checkpoint) -> None:
@@ -88,6 +92,8 @@ def save_checkpoint(fs: FileSystem, data_dir: str, checkpoint: Checkpoint) -> No
     payload = _CHECKPOINT.pack(
         checkpoint.dispatched_offset, checkpoint.flushed_offset, checkpoint.timestamp_ms
     )
+    if checkpoint.queue_ends is not None:
+        payload += json.dumps(checkpoint.queue_ends, separators=(",", ":")).encode()
     write_meta(fs, posixpath.join(data_dir, CHECKPOINT_FILE), payload)
 
 
@@ -95,9 +101,16 @@ def load_checkpoint(fs: FileSystem, data_dir: str) -> Checkpoint | None:
     payload = read_meta(fs, posixpath.join(data_dir, CHECKPOINT_FILE))
     if payload is None:
         return None
-    if len(payload) != _CHECKPOINT.size:
+    if len(payload) < _CHECKPOINT.size:
         raise CorruptRecord(f"checkpoint payload is {len(payload)} bytes, expected {_CHECKPOINT.size}")
-    return Checkpoint(*_CHECKPOINT.unpack(payload))
+    dispatched, flushed, timestamp_ms = _CHECKPOINT.unpack_from(payload)
+    if len(payload) == _CHECKPOINT.size:
+        return Checkpoint(dispatched, flushed, timestamp_ms)
+    try:
+        ends = tuple((str(t), int(q), int(n)) for t, q, n in json.loads(payload[_CHECKPOINT.size :]))
+    except (ValueError, TypeError) as exc:
+        raise CorruptRecord(f"checkpoint queue ends are unreadable: {exc}") from None
+    return Checkpoint(dispatched, flushed, timestamp_ms, ends)
 
 
 LAYOUT_FILE: Final = "layout"

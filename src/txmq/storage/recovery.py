@@ -37,7 +37,14 @@ from txmq.storage.commitlog import CommitLog, DispatchEntry
 from txmq.storage.consume_queue import ConsumeQueueSet
 from txmq.storage.fs import FileSystem
 from txmq.storage.index import KeyIndex
-from txmq.storage.segment import ScanStop, Segment, holds_record, judge_stop, scan_segment
+from txmq.storage.segment import (
+    ScanStop,
+    Segment,
+    ends_before_floor_reason,
+    holds_record,
+    judge_stop,
+    scan_segment,
+)
 
 
 @dataclass
@@ -69,12 +76,22 @@ def recover(fs: FileSystem, data_dir: str, log: CommitLog, queues: ConsumeQueueS
     dropped = trim_queue_tails(log, queues, start)
     if dropped:
         notes.append(f"dropped {dropped} ConsumeQueue units past the checkpoint that did not match the log")
+    whole = checkpoint is None or start != checkpoint.dispatched_offset or start <= log.segments.min_offset()
+    short = None if whole or checkpoint is None else _short_queue(checkpoint, queues)
+    if short is not None:
+        notes.append(f"{short}; rebuilding every ConsumeQueue and the index from the start of the log")
+        start = log.segments.min_offset()
+        for queue in queues.queues.values():
+            queue.truncate_from_physical(start)
     index.truncate_from_physical(start)
     for (topic, queue_id), queue in queues.queues.items():
         log.queue_next[(topic, queue_id)] = queue.max_offset
     scan = _Scan(start=start, end=start, notes=notes,
                  durable_floor=checkpoint.flushed_offset if checkpoint is not None else 0)  # fmt: skip
     _scan_log(log, scan)
+    if segments.segments and scan.truncated_at is None and scan.end < scan.durable_floor:
+        scan.truncated_at = scan.end  # nothing left to cut, but acknowledged records are gone: say so
+        scan.reason = ends_before_floor_reason(scan.end, scan.durable_floor)
     if not segments.segments and checkpoint is not None:
         scan.end = _round_up(checkpoint.flushed_offset, segments.segment_bytes)  # never reuse offsets
     log.write_offset = scan.end
@@ -89,6 +106,18 @@ def recover(fs: FileSystem, data_dir: str, log: CommitLog, queues: ConsumeQueueS
         rebuilt_queues=len({(e.topic, e.queue_id) for e in log.pending if isinstance(e, DispatchEntry)}),
         duration_ms=clock.monotonic_ms() - started_ms, notes=tuple(scan.notes),
     )  # fmt: skip
+
+
+def _short_queue(checkpoint: Checkpoint, queues: ConsumeQueueSet) -> str | None:
+    """A ConsumeQueue that holds fewer units before the checkpoint's dispatched offset than the
+    checkpoint recorded (a file cut, removed or damaged on disk): its records are in the log but no
+    consumer would see them. None when every queue is whole (or nothing was recorded)."""
+    for topic, queue_id, end in checkpoint.queue_ends or ():
+        queue = queues.get(topic, queue_id)
+        have = queue.max_offset if queue is not None else 0
+        if have < end:
+            return f"ConsumeQueue {topic}/{queue_id} ends at {have}, the checkpoint recorded {end}"
+    return None
 
 
 def trim_queue_tails(log: CommitLog, queues: ConsumeQueueSet, start: int) -> int:

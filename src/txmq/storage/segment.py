@@ -304,6 +304,24 @@ def scan_segment(
         pos += record.size
 
 
+def records_from(segments: SegmentList, start: int, limit: int) -> Iterator[StoredRecord]:
+    """Every verified record from log offset ``start`` (a record's start, a segment's end marker or the
+    log's end; before the oldest segment it starts there) up to ``limit``, in log order, across
+    segments. A scan that stops early (zeros, a bad record) ends the iteration: recovery has already
+    judged the log, so that is the end of the data."""
+    start = max(start, segments.min_offset())
+    for segment in list(segments.segments):
+        if segment.base + segments.segment_bytes <= start:
+            continue
+        for item in scan_segment(segment, max(start, segment.base), segments.segment_bytes):
+            if isinstance(item, ScanStop):
+                return
+            if isinstance(item, StoredRecord):
+                if item.physical_offset >= limit:
+                    return
+                yield item
+
+
 def has_valid_record_after(segment: Segment, offset: int) -> int | None:
     """The offset of the first verifiable record starting after ``offset`` in ``segment``, if any."""
     magic = codec.MAGIC.to_bytes(4, "big")
@@ -374,6 +392,15 @@ class StopVerdict:
     following: int | None = None
     unsynced: bool = False
     reason: str | None = None
+
+
+def ends_before_floor_reason(end: int, floor: int) -> str:
+    """The log's data ends (a file cut short, a segment gone) before the checkpoint's flushed offset:
+    records fsynced there are missing. Recovery reports it, verify names it."""
+    return (
+        f"the log's data ends at offset {end}, before the checkpoint's flushed offset {floor} "
+        "(records fsynced there are missing)"
+    )
 
 
 def judge_stop(segment: Segment, offset: int, zeros: bool, floor: int) -> StopVerdict:

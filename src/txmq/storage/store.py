@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import posixpath
-from collections.abc import Awaitable, Generator, Sequence
+from collections.abc import Awaitable, Generator, Iterator, Sequence
 from typing import Any
 
 from txmq.common import limits, names
@@ -64,7 +64,7 @@ from txmq.storage.flush import DONE, GroupCommit
 from txmq.storage.fs import FileSystem, OsFileSystem
 from txmq.storage.index import KeyIndex, no_keys
 from txmq.storage.recovery import recover
-from txmq.storage.segment import SegmentList, scan_segment
+from txmq.storage.segment import SegmentList, records_from, scan_segment
 
 _new_tuple = tuple.__new__
 
@@ -258,7 +258,11 @@ class MessageStore:
         dispatched = min(self._dispatcher.dispatched_offset, flushed)
         self._queues.sync()
         self._index.sync()
-        save_checkpoint(self.fs, self.config.data_dir, Checkpoint(dispatched, flushed, self.clock.now_ms()))
+        ends = None
+        if dispatched == self._dispatcher.dispatched_offset:  # the queues hold exactly what is before it
+            ends = tuple((t, q, queue.max_offset) for (t, q), queue in self._queues.queues.items())
+        checkpoint = Checkpoint(dispatched, flushed, self.clock.now_ms(), ends)
+        save_checkpoint(self.fs, self.config.data_dir, checkpoint)
 
     def _visible_limit(self) -> int:
         return self._commit.flushed_offset if self._sync else self._log.written_offset
@@ -372,6 +376,11 @@ class MessageStore:
     # ----------------------------------------------------------------------------------- reading
     def read(self, physical_offset: int) -> StoredRecord:
         return self._log.read(physical_offset, self._visible_limit())
+
+    def records_from(self, physical_offset: int) -> Iterator[StoredRecord]:
+        """Every readable record from ``physical_offset`` (a record's start or the log's end at some
+        moment; clamped to the log's start) in log order: a start-up scan of a short stretch."""
+        return records_from(self._log.segments, physical_offset, self._visible_limit())
 
     def read_queue(self, topic: str, queue_id: int, queue_offset: int, max_count: int,
                    max_bytes: int = limits.pull_bytes_max) -> QueueRead:  # fmt: skip

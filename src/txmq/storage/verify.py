@@ -21,6 +21,7 @@ from txmq.storage.fs import FileSystem
 from txmq.storage.segment import (
     Segment,
     SegmentList,
+    ends_before_floor_reason,
     has_valid_record_after,
     holds_record,
     judge_stop,
@@ -77,8 +78,14 @@ def verify_store(fs: FileSystem, data_dir: str, segment_bytes: int | None = None
         report = VerifyReport(data_dir, segments.segment_bytes, segments=len(segments.segments))
         report.checkpoint = _checkpoint_state(fs, data_dir)
         floor = _durable_floor(fs, data_dir)
+        end = 0
         for i, segment in enumerate(segments.segments):
-            _verify_segment(segments, i, segment, report, floor)
+            end = max(end, _verify_segment(segments, i, segment, report, floor))
+        if not report.problems and segments.segments and end < floor:
+            tail = segments.segments[-1]  # as recovery judges it: fsynced records are missing
+            report.problems.append(
+                Problem(tail.path, end - tail.base, end, ends_before_floor_reason(end, floor), True, 0, 0)
+            )
         return report
     finally:
         segments.close()
@@ -103,7 +110,8 @@ def _durable_floor(fs: FileSystem, data_dir: str) -> int:
 
 def _verify_segment(
     segments: SegmentList, index: int, segment: Segment, report: VerifyReport, floor: int
-) -> None:
+) -> int:
+    """Check one segment; where its data ends (its end with an end marker)."""
     size = segments.segment_bytes
     holding = [i for i, s in enumerate(segments.segments) if holds_record(s)]
     is_tail = index == (holding[-1] if holding else 0)
@@ -121,7 +129,7 @@ def _verify_segment(
             report.problems.append(
                 _problem(segments, segment, item.offset, verdict.reason or item.reason, tail)
             )
-            return
+            return item.offset
         report.records += 1
         report.bytes += item.size
         report.first_offset = item.physical_offset if report.first_offset is None else report.first_offset
@@ -131,6 +139,7 @@ def _verify_segment(
     if not marker and later_data and segment.base + size - position >= codec.BLANK_BYTES:
         reason = "segment data stops before its end without an end-of-segment marker"
         report.problems.append(_problem(segments, segment, position, reason, False))
+    return segment.base + size if marker else position
 
 
 def _problem(segments: SegmentList, segment: Segment, offset: int, reason: str, tail: bool) -> Problem:
