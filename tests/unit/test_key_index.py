@@ -101,3 +101,42 @@ def test_key_hashes_are_key_hash_of_every_key() -> None:
     keys = ["", "k", "ключ", "é" * 40, *(f"{i:032X}" for i in range(70)), "k"]
     assert key_hashes(keys) == [key_hash(k) for k in keys]
     assert key_hashes([]) == []
+
+
+def test_a_small_batch_indexes_exactly_as_record_by_record() -> None:
+    """add_batch of a few records (a commit's message and op record) takes the record-by-record path:
+    the same entries in memory and the same bytes written as add() of each record, including a key
+    repeated inside the batch, a key already indexed, a record without keys and known keys."""
+    batches: list[tuple[list[str], list[bytes], list[int], list[tuple[str, ...] | None]]] = [
+        (["T", "T"], [b"u1", b"op1"], [0, 100], [None, None]),
+        (["T", "T"], [b"u2 k", b"op2"], [200, 300], [("u2", "k"), None]),
+        (["T", "T", "T"], [b"k", b"", b"k u1"], [400, 500, 600], [None, None, None]),
+        (["T"], [b"k"], [700], [("k",)]),
+        (["T", "T", "T", "T"], [b"a", b"a", b"b", b"a"], [800, 900, 1000, 1100], [None, None, None, None]),
+    ]
+    fs_batch, fs_single = FaultyFileSystem(), FaultyFileSystem()
+    batched = KeyIndex(fs_batch, "/i", keys_of, entries_per_file=64)
+    single = KeyIndex(fs_single, "/i", keys_of, entries_per_file=64)
+    batched.load()
+    single.load()
+    for topics, properties, offsets, keys in batches:
+        batched.add_batch(topics, properties, offsets, 5, keys)
+        for topic, props, offset, given in zip(topics, properties, offsets, keys, strict=True):
+            single.add(topic, props, offset, 5, given)
+        batched.write()
+        single.write()
+    batched.add_batch(["T", "T"], [b"k", b"z"], [1100, 1200], 5, [None, None])  # a replay reaching in
+    single.add("T", b"k", 1100, 5)
+    single.add("T", b"z", 1200, 5)
+    batched.write()
+    single.write()
+    batched.sync()
+    single.sync()
+    assert fs_batch.read_file("/i/" + fs_batch.list_dir("/i")[0]) == fs_single.read_file(
+        "/i/" + fs_single.list_dir("/i")[0]
+    )
+    for key in ("u1", "op1", "u2", "k", "a", "b", "z"):
+        assert batched.lookup(key, 100, 0, 10, 0) == single.lookup(key, 100, 0, 10, 0)
+    assert batched.lookup("k", 100, 0, 10, 0) == [700, 600, 400, 200]  # 1100 was already indexed
+    batched.close()
+    single.close()

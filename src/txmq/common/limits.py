@@ -66,6 +66,9 @@ segment_bytes_min: Final = 4 * KiB
 # zero-filled, fsynced CommitLog space kept ready after the data in SYNC mode (0: files grow by appends)
 prealloc_bytes_default: Final = 1 * MiB
 index_entries_per_file: Final = 65_536  # key index file; only the newest (unsealed) one is held in a dict
+# a batch of at most this many records is indexed record by record (a transaction commit's 2 records):
+# per key, cheaper than the columnar pass (benchmarks/results/txstore.md)
+index_small_batch: Final = 4
 consume_queue_unit_bytes: Final = 20
 consume_queue_units_per_file_default: Final = 300_000
 # SYNC group commit: fsync on the event loop's thread while the average fsync is at most this (a thread

@@ -36,6 +36,7 @@ from txmq.storage.index_sealed import ENTRY, ENTRY_BYTES, SORTED_SUFFIX, SealedF
 from txmq.storage.segment import parse_segment_name, segment_name
 
 ENTRIES_PER_FILE = limits.index_entries_per_file
+_SMALL_BATCH = limits.index_small_batch
 
 
 @functools.lru_cache(maxsize=64)
@@ -49,11 +50,12 @@ def no_keys(topic: str, properties: bytes) -> list[str]:
     return []
 
 
-def key_hash(key: str) -> int:
-    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big")
-
-
 _blake2b = hashlib.blake2b
+_from_bytes = int.from_bytes
+
+
+def key_hash(key: str) -> int:
+    return _from_bytes(_blake2b(key.encode(), digest_size=8).digest(), "big")
 
 
 def key_hashes(keys: Sequence[str]) -> list[int]:
@@ -182,8 +184,10 @@ class KeyIndex:
     def add_batch(self, topics: Sequence[str], properties: Sequence[bytes], offsets: Sequence[int],
                   store_ms: int, keys: Sequence[Sequence[str] | None]) -> None:  # fmt: skip
         """:meth:`add` for a batch's records (ascending ``offsets``, one store time): the keys hashed
-        in one pass, entries for fresh keys added to memory and packed at once."""
-        if offsets[0] <= self._last_offset:  # a replay reaching into what is indexed: record by record
+        in one pass, entries for fresh keys added to memory and packed at once. A replay reaching into
+        what is indexed, or a small batch (a transaction's commit: its message and op record), goes
+        record by record: the same entries, and for a few keys cheaper than the columnar pass."""
+        if offsets[0] <= self._last_offset or len(offsets) <= _SMALL_BATCH:
             for topic, props, offset, given in zip(topics, properties, offsets, keys, strict=True):
                 self.add(topic, props, offset, store_ms, given)
             return
