@@ -140,13 +140,21 @@ def test_oversized_frame_is_refused_on_encode() -> None:
     msg_id=st.text(max_size=40),
     queue_id=st.integers(-(2**31), 2**31 - 1),
     queue_offset=st.integers(-(2**63), 2**63 - 1),
+    transaction_id=st.none() | st.text(max_size=40),
 )
 def test_encode_send_response_is_the_general_encoding(
-    opaque: int, version: int, serialize: SerializeType, msg_id: str, queue_id: int, queue_offset: int
+    opaque: int,
+    version: int,
+    serialize: SerializeType,
+    msg_id: str,
+    queue_id: int,
+    queue_offset: int,
+    transaction_id: str | None,
 ) -> None:
+    """Also for a half's answer, which carries a transaction id."""
     request = make_request(
         RequestCode.SEND_MESSAGE_V2, opaque, {"a": "g"}, version=version, serialize_type=serialize
     )
-    fields = send_response_fields(msg_id, queue_id, queue_offset)
+    fields = send_response_fields(msg_id, queue_id, queue_offset, transaction_id)
     expected = frame.encode(make_response(request, ResponseCode.SUCCESS, ext_fields=fields))
-    assert frame.encode_send_response(request, msg_id, queue_id, queue_offset) == expected
+    assert frame.encode_send_response(request, msg_id, queue_id, queue_offset, transaction_id) == expected

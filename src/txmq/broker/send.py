@@ -201,6 +201,14 @@ class SendService:
             self.half_stored(half.request, half.properties, half.appended)
         return self._result(half.message, half.request, half.topic, half.appended, half.properties)
 
+    def half_answer_fields(self, half: HalfAppend) -> tuple[str, int]:
+        """:meth:`half_answer` reduced to what its response carries: (offset message id, which is
+        also the transaction id; the real queue id); a half's queue offset is 0. No SendResult."""
+        if self.half_stored is not None:
+            self.half_stored(half.request, half.properties, half.appended)
+        offset_id = self._offset_id_prefix() + _HEX16(half.appended.physical_offset)
+        return offset_id, int(half.properties.get(props.REAL_QUEUE_ID, half.request.queue_id))
+
     def prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest]:
         """Validate one message and build the record to append (no I/O)."""
         topic, request, _ = self._prepare(message, ctx)

@@ -109,17 +109,23 @@ def _ext_json(ext: dict[str, str]) -> str:
         return _dumps(ext)
 
 
-def encode_send_response(request: RemotingCommand, msg_id: str, queue_id: int, queue_offset: int) -> bytes:
+def encode_send_response(
+    request: RemotingCommand, msg_id: str, queue_id: int, queue_offset: int, transaction_id: str | None = None
+) -> bytes:
     """``encode(make_response(request, SUCCESS, ext_fields=send_response_fields(msg_id, queue_id,
-    queue_offset)))`` for a JSON request, rendered straight into its frame (one per acknowledged send;
-    tests/unit/test_remoting_frame.py holds them byte-identical). Other requests: ``encode`` that."""
+    queue_offset, transaction_id)))`` for a JSON request, rendered straight into its frame (one per
+    acknowledged send or half; tests/unit/test_remoting_frame.py holds them byte-identical). Other
+    requests: ``encode`` that."""
     if request.serialize_type is not SerializeType.JSON:
         fields = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(queue_offset)}
+        if transaction_id is not None:
+            fields["transactionId"] = transaction_id
         return encode(make_response(request, 0, ext_fields=fields))
+    txn = "" if transaction_id is None else f',"transactionId":{_quote(transaction_id)}'
     header = (
         f'{{"code":0,"language":"JAVA","version":{int(request.version)},"opaque":{int(request.opaque)},'
         f'"flag":1,"extFields":{{"msgId":{_quote(msg_id)},"queueId":"{int(queue_id)}",'
-        f'"queueOffset":"{int(queue_offset)}"}},"serializeTypeCurrentRPC":"JSON"}}'
+        f'"queueOffset":"{int(queue_offset)}"{txn}}},"serializeTypeCurrentRPC":"JSON"}}'
     ).encode("ascii")
     return _PREFIX.pack(4 + len(header), len(header)) + header
 

@@ -119,8 +119,9 @@ def _send_half(
     def answer(exc: Exception | None) -> RemotingCommand | bytes:
         if exc is not None:
             return error_response(request, exc)
-        result = sender.half_answer(half)
-        return make_response(request, ResponseCode.SUCCESS, ext_fields=_response_fields([result]))
+        # pre-rendered as the lane's answer: a half's msgId and transactionId are its offset id
+        offset_id, queue_id = sender.half_answer_fields(half)
+        return encode_send_response(request, offset_id, queue_id, 0, offset_id)
 
     deferred: Deferred = _new_tuple(Deferred, (half.durable, answer))
     return deferred
