@@ -13,6 +13,7 @@ import pytest
 from tests.integration.remoting_support import Door, in_process_door, send_header
 from txmq.common import msgid
 from txmq.common import properties as props
+from txmq.protocol.remoting import frame
 from txmq.protocol.remoting.codes import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
@@ -128,8 +129,10 @@ async def test_a_half_send_and_its_commit_are_answered_from_the_read_callback_wi
     )
     assert type(sent) is Deferred
     await sent.durable
-    half = sent.finish(None)
-    assert isinstance(half, RemotingCommand) and half.code == ResponseCode.SUCCESS
+    answered = sent.finish(None)
+    assert isinstance(answered, bytes)  # the half's frame is rendered straight, as a plain send's
+    half = frame.decode(answered)
+    assert half.code == ResponseCode.SUCCESS and half.ext_fields["transactionId"] == half.ext_fields["msgId"]
     commit = end_header("TxInline", "u0", half, TRANSACTION_COMMIT_TYPE)
     ended = handler.inline(make_request(RequestCode.END_TRANSACTION, 2, commit), endpoint)
     assert type(ended) is Deferred
