@@ -186,7 +186,7 @@ class SendService:
     def half_append(self, message: Message, ctx: SendContext) -> HalfAppend:
         """The synchronous first half of :meth:`send` for one transactional message (the remoting
         door answers it from a callback on ``durable``, no task): checks and the append; once
-        ``durable`` completed, :meth:`half_answer` gives what :meth:`send` returns."""
+        ``durable`` completed, :meth:`half_answer_fields` gives what its response carries."""
         if not message.transactional:
             raise errors.InvalidArgument("half_append takes a transactional message")
         topic, request, properties = self._prepare(message, ctx)
@@ -194,16 +194,10 @@ class SendService:
         half: HalfAppend = _new_tuple(HalfAppend, (message, topic, request, properties, appended, durable))
         return half
 
-    def half_answer(self, half: HalfAppend) -> SendResult:
-        """:meth:`send`'s result for a :meth:`half_append` whose record is durable (and the half
-        handed to the transaction service, as :meth:`send` does)."""
-        if self.half_stored is not None:
-            self.half_stored(half.request, half.properties, half.appended)
-        return self._result(half.message, half.request, half.topic, half.appended, half.properties)
-
     def half_answer_fields(self, half: HalfAppend) -> tuple[str, int]:
-        """:meth:`half_answer` reduced to what its response carries: (offset message id, which is
-        also the transaction id; the real queue id); a half's queue offset is 0. No SendResult."""
+        """For a :meth:`half_append` whose record is durable: hand the half to the transaction service
+        (as :meth:`send` does) and give what its response carries: (offset message id, which is also
+        the transaction id; the real queue id); a half's queue offset is 0. No SendResult."""
         if self.half_stored is not None:
             self.half_stored(half.request, half.properties, half.appended)
         offset_id = self._offset_id_prefix() + _HEX16(half.appended.physical_offset)
