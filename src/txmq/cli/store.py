@@ -20,7 +20,9 @@ from txmq.storage.verify import VerifyReport, repair_store, verify_store
 
 store_app = typer.Typer(help="Check and repair a store directory (run while the broker is stopped).")
 
-DataDir = Annotated[str, typer.Option("--data-dir", help="The store's data directory.")]
+DataDir = Annotated[
+    str, typer.Option("--data-dir", help="The store's directory, or the broker's data directory holding it.")
+]
 SegmentBytes = Annotated[
     int | None, typer.Option("--segment-bytes", help="Segment size, if the store has no layout file.")
 ]
@@ -30,10 +32,25 @@ def register(app: typer.Typer) -> None:
     app.add_typer(store_app, name="store")
 
 
-def _require_dir(data_dir: str) -> None:
-    if not os.path.isdir(os.path.join(data_dir, "commitlog")):
-        typer.echo(f"error: {data_dir} has no commitlog directory; is it a txmq data directory?", err=True)
+def store_dir_of(data_dir: str) -> str | None:
+    """The store directory ``data_dir`` names: itself when it holds a ``commitlog`` directory, else
+    its ``store`` subdirectory when that does (a broker's ``--data-dir``); None when neither does."""
+    for candidate in (data_dir, os.path.join(data_dir, "store")):
+        if os.path.isdir(os.path.join(candidate, "commitlog")):
+            return candidate
+    return None
+
+
+def _require_dir(data_dir: str) -> str:
+    store_dir = store_dir_of(data_dir)
+    if store_dir is None:
+        typer.echo(
+            f"error: neither {data_dir} nor {os.path.join(data_dir, 'store')} has a commitlog directory; "
+            "give the broker's --data-dir or its store directory",
+            err=True,
+        )
         raise typer.Exit(2)
+    return store_dir
 
 
 @contextlib.contextmanager
@@ -71,7 +88,7 @@ def _print_report(report: VerifyReport) -> None:
 def verify(data_dir: DataDir, as_json: Annotated[bool, typer.Option("--json")] = False,
            segment_bytes: SegmentBytes = None) -> None:  # fmt: skip
     """Walk every record of every segment and check every CRC; exit 1 on any problem."""
-    _require_dir(data_dir)
+    data_dir = _require_dir(data_dir)
     try:
         with _locked(data_dir):
             report = verify_store(OsFileSystem(), data_dir, segment_bytes)
@@ -94,7 +111,7 @@ def repair(
 ) -> None:
     """Cut a torn tail; quarantine mid-log corruption (and truncate there with --yes); rebuild indexes.
     Exit 1 when mid-log damage waits for --yes."""
-    _require_dir(data_dir)
+    data_dir = _require_dir(data_dir)
     with _locked(data_dir):
         outcome = _repair(data_dir, yes, segment_bytes)
     if as_json:
