@@ -49,6 +49,18 @@ class MetaFiles:
                 f"broker metadata {path} is not valid JSON: {exc}; {damaged_meta_advice(path)}"
             ) from None
 
+    def damaged(self) -> list[str]:
+        """The error of every ``*.json`` file here that cannot be loaded (an offline check; the
+        broker refuses to start on the first one)."""
+        problems: list[str] = []
+        for name in sorted(self._fs.list_dir(str(self._dir))):
+            if name.endswith(".json"):
+                try:
+                    self.load_json(name)
+                except (CorruptRecord, StorageError) as exc:
+                    problems.append(exc.message)
+        return problems
+
     def save_json(self, name: str, value: Any) -> None:
         """Replace the file atomically; a disk error (ENOSPC, EIO) surfaces as StorageError so a
         request that had to save metadata (a topic auto-created on send) fails with a clear code."""

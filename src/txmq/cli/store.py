@@ -7,10 +7,12 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from txmq.broker.persist import MetaFiles
 from txmq.common.errors import TxmqError
 from txmq.storage.api import StoreConfig
 from txmq.storage.dirlock import StoreLock
@@ -53,6 +55,17 @@ def _require_dir(data_dir: str) -> str:
     return store_dir
 
 
+def config_problems(store_dir: str) -> list[str]:
+    """The damaged broker metadata files next to a broker's store (``<data dir>/config`` beside
+    ``<data dir>/store``); none when there is no such directory."""
+    if os.path.basename(os.path.normpath(store_dir)) != "store":
+        return []
+    config_dir = os.path.join(os.path.dirname(os.path.normpath(store_dir)), "config")
+    if not os.path.isdir(config_dir):
+        return []
+    return MetaFiles(OsFileSystem(), Path(config_dir)).damaged()
+
+
 @contextlib.contextmanager
 def _locked(data_dir: str) -> Iterator[None]:
     """The store's lock for the command's duration: a running broker makes it fail in one line."""
@@ -67,14 +80,16 @@ def _locked(data_dir: str) -> Iterator[None]:
         lock.release()
 
 
-def _print_report(report: VerifyReport) -> None:
+def _print_report(report: VerifyReport, config: list[str]) -> None:
     typer.echo(f"data dir:   {report.data_dir} (segment size {report.segment_bytes} bytes)")
     typer.echo(f"segments:   {report.segments}")
     typer.echo(f"records:    {report.records} ({report.bytes} bytes)")
     typer.echo(f"offsets:    first {report.first_offset}, last {report.last_offset}")
     typer.echo(f"checkpoint: {report.checkpoint}")
-    if report.ok:
+    if report.ok and not config:
         typer.echo("problems:   none")
+    for problem_text in config:
+        typer.echo(f"problem:    BROKER METADATA: {problem_text}")
     for problem in report.problems:
         kind = "torn tail (recovery cuts it)" if problem.torn_tail else "MID-LOG CORRUPTION"
         typer.echo(
@@ -87,19 +102,22 @@ def _print_report(report: VerifyReport) -> None:
 @store_app.command("verify")
 def verify(data_dir: DataDir, as_json: Annotated[bool, typer.Option("--json")] = False,
            segment_bytes: SegmentBytes = None) -> None:  # fmt: skip
-    """Walk every record of every segment and check every CRC; exit 1 on any problem."""
+    """Walk every record of every segment and check every CRC, and the broker's metadata files when
+    given a broker's data dir; exit 1 on any problem."""
     data_dir = _require_dir(data_dir)
     try:
         with _locked(data_dir):
             report = verify_store(OsFileSystem(), data_dir, segment_bytes)
+            config = config_problems(data_dir)
     except TxmqError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(2) from None
     if as_json:
-        typer.echo(json.dumps(report.as_dict(), indent=2))
+        ok = report.ok and not config
+        typer.echo(json.dumps({**report.as_dict(), "config_problems": config, "ok": ok}, indent=2))
     else:
-        _print_report(report)
-    raise typer.Exit(0 if report.ok else 1)
+        _print_report(report, config)
+    raise typer.Exit(0 if report.ok and not config else 1)
 
 
 @store_app.command("repair")
