@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
 from typing import NamedTuple
 
-from txmq.common.clock import Clock
 from txmq.common import limits
+from txmq.common.clock import Clock
 from txmq.common.errors import (
     CorruptRecord,
     DiskFull,
