@@ -119,3 +119,45 @@ def test_repair_json_reports_what_was_done(tmp_path: Path, home_dir: Path) -> No
     assert outcome["records_lost"] == 30 - 6
     assert outcome["records_replayed"] == 5
     assert _txmq(home_dir, "verify", "--data-dir", str(tmp_path)).returncode == 0
+
+
+def test_verify_and_repair_accept_the_brokers_data_dir(tmp_path: Path, home_dir: Path) -> None:
+    # a broker keeps its store in <data dir>/store: the operator gives the broker's --data-dir
+    spans = _build(tmp_path / "store")
+    (tmp_path / "config").mkdir()
+    done = _txmq(home_dir, "verify", "--data-dir", str(tmp_path), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["records"] == 30
+    _flip(tmp_path / "store", spans[-1][0])
+    done = _txmq(home_dir, "repair", "--data-dir", str(tmp_path), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["data_dir"] == str(tmp_path / "store")
+    assert _txmq(home_dir, "verify", "--data-dir", str(tmp_path)).returncode == 0
+
+
+def test_verify_names_both_places_it_looked(tmp_path: Path, home_dir: Path) -> None:
+    done = _txmq(home_dir, "verify", "--data-dir", str(tmp_path))
+    assert done.returncode == 2
+    assert str(tmp_path / "store") in done.stderr
+
+
+def test_verify_of_a_brokers_data_dir_checks_its_metadata_files(tmp_path: Path, home_dir: Path) -> None:
+    from txmq.broker.persist import MetaFiles
+    from txmq.storage.fs import OsFileSystem
+
+    _build(tmp_path / "store")
+    meta = MetaFiles(OsFileSystem(), tmp_path / "config")
+    meta.save_json("topics.json", {"topics": {}})
+    meta.save_json("consumer_offsets.json", {"groups": {}})
+    clean = _txmq(home_dir, "verify", "--data-dir", str(tmp_path), "--json")
+    assert clean.returncode == 0, clean.stdout
+    assert json.loads(clean.stdout)["config_problems"] == []
+    damaged = tmp_path / "config" / "topics.json"
+    damaged.write_bytes(damaged.read_bytes()[:-3])
+    done = _txmq(home_dir, "verify", "--data-dir", str(tmp_path))
+    assert done.returncode == 1
+    assert f"BROKER METADATA: metadata file {damaged}" in done.stdout
+    assert "move it aside" in done.stdout
+    as_json = json.loads(_txmq(home_dir, "verify", "--data-dir", str(tmp_path), "--json").stdout)
+    assert as_json["ok"] is False
+    assert len(as_json["config_problems"]) == 1

@@ -160,3 +160,27 @@ def test_pull_columns_reads_the_range_and_drops_the_pull_ahead_when_the_caller_s
         assert list(next(reader)[6]) == [b"m0", b"m1", b"m2"]
         reader.close()  # the pull for offsets 3.. was on its way: cancelled, not left behind
         assert [list(b[6]) for b in session.pull_columns(off.QueueRange(topic, 0, 9, 10))] == [[b"m9"]]
+
+
+def test_a_batch_start_after_its_end_is_an_error_naming_the_queue(
+    source: Any, spark_broker: BrokerProcess
+) -> None:
+    import json
+
+    from txmq.common.errors import InvalidOffset
+
+    topic = new_topic(spark_broker, queues=1)
+    produce(spark_broker, topic, [f"m{i}" for i in range(4)])
+    ds = source.TxmqDataSource({
+        "endpoints": spark_broker.namesrv, "topic": topic, "arrow": "false",
+        "startingOffsets": json.dumps({topic: {"0": 3}}), "endingOffsets": json.dumps({topic: {"0": 1}}),
+    })  # fmt: skip
+    with pytest.raises(InvalidOffset, match=rf"{topic}/0: start 3 > end 1"):
+        ds.reader(source.spark_schema()).partitions()
+    # a start equal to its end reads nothing, without an error
+    ds = source.TxmqDataSource({
+        "endpoints": spark_broker.namesrv, "topic": topic, "arrow": "false",
+        "startingOffsets": json.dumps({topic: {"0": 2}}), "endingOffsets": json.dumps({topic: {"0": 2}}),
+    })  # fmt: skip
+    reader = ds.reader(source.spark_schema())
+    assert [row for part in reader.partitions() for row in reader.read(part)] == []

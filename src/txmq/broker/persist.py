@@ -15,6 +15,15 @@ from txmq.storage.checkpoint import read_meta, write_meta
 from txmq.storage.fs import FileSystem
 
 
+def damaged_meta_advice(path: str) -> str:
+    """What an operator can do about a damaged metadata file (the store itself is not affected)."""
+    return (
+        f"restore {path} from a backup, or move it aside to start with that file's defaults "
+        "(what it recorded is forgotten: topic settings, consumer offsets, delay cursors, transaction "
+        "states or POP leases, as its name says; the messages in the store are kept)"
+    )
+
+
 class MetaFiles:
     def __init__(self, fs: FileSystem, directory: Path) -> None:
         self._fs = fs
@@ -29,12 +38,28 @@ class MetaFiles:
             payload = read_meta(self._fs, path)
         except OSError as exc:
             raise StorageError(f"cannot read broker metadata {path}: {exc}") from exc
+        except CorruptRecord as exc:
+            raise CorruptRecord(f"{exc.message}; {damaged_meta_advice(path)}", offset=exc.offset) from None
         if payload is None:
             return None
         try:
             return json.loads(payload.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
-            raise CorruptRecord(f"broker metadata {path} is not valid JSON: {exc}") from None
+            raise CorruptRecord(
+                f"broker metadata {path} is not valid JSON: {exc}; {damaged_meta_advice(path)}"
+            ) from None
+
+    def damaged(self) -> list[str]:
+        """The error of every ``*.json`` file here that cannot be loaded (an offline check; the
+        broker refuses to start on the first one)."""
+        problems: list[str] = []
+        for name in sorted(self._fs.list_dir(str(self._dir))):
+            if name.endswith(".json"):
+                try:
+                    self.load_json(name)
+                except (CorruptRecord, StorageError) as exc:
+                    problems.append(exc.message)
+        return problems
 
     def save_json(self, name: str, value: Any) -> None:
         """Replace the file atomically; a disk error (ENOSPC, EIO) surfaces as StorageError so a

@@ -7,10 +7,12 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from txmq.broker.persist import MetaFiles
 from txmq.common.errors import TxmqError
 from txmq.storage.api import StoreConfig
 from txmq.storage.dirlock import StoreLock
@@ -20,7 +22,9 @@ from txmq.storage.verify import VerifyReport, repair_store, verify_store
 
 store_app = typer.Typer(help="Check and repair a store directory (run while the broker is stopped).")
 
-DataDir = Annotated[str, typer.Option("--data-dir", help="The store's data directory.")]
+DataDir = Annotated[
+    str, typer.Option("--data-dir", help="The store's directory, or the broker's data directory holding it.")
+]
 SegmentBytes = Annotated[
     int | None, typer.Option("--segment-bytes", help="Segment size, if the store has no layout file.")
 ]
@@ -30,10 +34,36 @@ def register(app: typer.Typer) -> None:
     app.add_typer(store_app, name="store")
 
 
-def _require_dir(data_dir: str) -> None:
-    if not os.path.isdir(os.path.join(data_dir, "commitlog")):
-        typer.echo(f"error: {data_dir} has no commitlog directory; is it a txmq data directory?", err=True)
+def store_dir_of(data_dir: str) -> str | None:
+    """The store directory ``data_dir`` names: itself when it holds a ``commitlog`` directory, else
+    its ``store`` subdirectory when that does (a broker's ``--data-dir``); None when neither does."""
+    for candidate in (data_dir, os.path.join(data_dir, "store")):
+        if os.path.isdir(os.path.join(candidate, "commitlog")):
+            return candidate
+    return None
+
+
+def _require_dir(data_dir: str) -> str:
+    store_dir = store_dir_of(data_dir)
+    if store_dir is None:
+        typer.echo(
+            f"error: neither {data_dir} nor {os.path.join(data_dir, 'store')} has a commitlog directory; "
+            "give the broker's --data-dir or its store directory",
+            err=True,
+        )
         raise typer.Exit(2)
+    return store_dir
+
+
+def config_problems(store_dir: str) -> list[str]:
+    """The damaged broker metadata files next to a broker's store (``<data dir>/config`` beside
+    ``<data dir>/store``); none when there is no such directory."""
+    if os.path.basename(os.path.normpath(store_dir)) != "store":
+        return []
+    config_dir = os.path.join(os.path.dirname(os.path.normpath(store_dir)), "config")
+    if not os.path.isdir(config_dir):
+        return []
+    return MetaFiles(OsFileSystem(), Path(config_dir)).damaged()
 
 
 @contextlib.contextmanager
@@ -50,14 +80,16 @@ def _locked(data_dir: str) -> Iterator[None]:
         lock.release()
 
 
-def _print_report(report: VerifyReport) -> None:
+def _print_report(report: VerifyReport, config: list[str]) -> None:
     typer.echo(f"data dir:   {report.data_dir} (segment size {report.segment_bytes} bytes)")
     typer.echo(f"segments:   {report.segments}")
     typer.echo(f"records:    {report.records} ({report.bytes} bytes)")
     typer.echo(f"offsets:    first {report.first_offset}, last {report.last_offset}")
     typer.echo(f"checkpoint: {report.checkpoint}")
-    if report.ok:
+    if report.ok and not config:
         typer.echo("problems:   none")
+    for problem_text in config:
+        typer.echo(f"problem:    BROKER METADATA: {problem_text}")
     for problem in report.problems:
         kind = "torn tail (recovery cuts it)" if problem.torn_tail else "MID-LOG CORRUPTION"
         typer.echo(
@@ -70,19 +102,22 @@ def _print_report(report: VerifyReport) -> None:
 @store_app.command("verify")
 def verify(data_dir: DataDir, as_json: Annotated[bool, typer.Option("--json")] = False,
            segment_bytes: SegmentBytes = None) -> None:  # fmt: skip
-    """Walk every record of every segment and check every CRC; exit 1 on any problem."""
-    _require_dir(data_dir)
+    """Walk every record of every segment and check every CRC, and the broker's metadata files when
+    given a broker's data dir; exit 1 on any problem."""
+    data_dir = _require_dir(data_dir)
     try:
         with _locked(data_dir):
             report = verify_store(OsFileSystem(), data_dir, segment_bytes)
+            config = config_problems(data_dir)
     except TxmqError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(2) from None
     if as_json:
-        typer.echo(json.dumps(report.as_dict(), indent=2))
+        ok = report.ok and not config
+        typer.echo(json.dumps({**report.as_dict(), "config_problems": config, "ok": ok}, indent=2))
     else:
-        _print_report(report)
-    raise typer.Exit(0 if report.ok else 1)
+        _print_report(report, config)
+    raise typer.Exit(0 if report.ok and not config else 1)
 
 
 @store_app.command("repair")
@@ -94,7 +129,7 @@ def repair(
 ) -> None:
     """Cut a torn tail; quarantine mid-log corruption (and truncate there with --yes); rebuild indexes.
     Exit 1 when mid-log damage waits for --yes."""
-    _require_dir(data_dir)
+    data_dir = _require_dir(data_dir)
     with _locked(data_dir):
         outcome = _repair(data_dir, yes, segment_bytes)
     if as_json:

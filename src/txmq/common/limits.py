@@ -114,6 +114,7 @@ send_pending_bytes_max: Final = 256 * MiB
 connections_max: Final = 10_000
 grpc_front_first_bytes_s: Final = 30.0  # a gRPC front connection silent this long after accept is closed
 grpc_concurrent_rpcs_max: Final = 10_000  # gRPC calls in progress (long polls, Telemetry streams) at once
+damaged_records_logged_max: Final = 1024  # damaged CommitLog records the broker log names once each
 
 
 def validate_limits() -> None:

@@ -107,6 +107,19 @@ def resolve(
     return result
 
 
+def check_start_not_after_end(start: Mapping[QueueKey, int], end: Mapping[QueueKey, int]) -> None:
+    """A batch read's resolved bounds: InvalidOffset naming every queue whose start is after its end
+    (as Kafka's source fails such a range, instead of silently reading nothing from that queue)."""
+    bad = sorted(k for k, v in start.items() if k in end and v > end[k])
+    if bad:
+        shown = ", ".join(f"{t}/{q}: start {start[(t, q)]} > end {end[(t, q)]}" for t, q in bad[:10])
+        more = f" and {len(bad) - 10} more" if len(bad) > 10 else ""
+        raise errors.InvalidOffset(
+            f"startingOffsets is after endingOffsets for {len(bad)} queue(s) ({shown}{more}); "
+            "give a start at or before the end"
+        )
+
+
 def limit_end(start: Mapping[QueueKey, int], latest: Mapping[QueueKey, int], max_rows: int | None) -> Flat:
     """The end of the next micro-batch: ``latest``, cut so that at most ``max_rows`` offsets are read.
 

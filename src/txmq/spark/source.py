@@ -133,7 +133,7 @@ class TxmqBatchReader(DataSourceReader):
         with Session(self.opts) as session:
             start = session.resolve(self.opts.starting, missing=off.EARLIEST)
             end = session.resolve(self.opts.ending, missing=off.LATEST)
-        start = {k: min(v, end[k]) for k, v in start.items()}  # a start past the end reads nothing
+        off.check_start_not_after_end(start, end)
         ranges, _ = off.plan(start, end)
         return _partitions(self.opts, ranges) or [RangePartition(None)]
 

@@ -21,13 +21,17 @@ fdatasync has no file size to journal (``segment.py``).
 from __future__ import annotations
 
 import errno
+import logging
+import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
 from typing import NamedTuple
 
+from txmq.common import limits
 from txmq.common.clock import Clock
 from txmq.common.errors import (
+    CorruptRecord,
     DiskFull,
     InvalidOffset,
     MessageTooLarge,
@@ -39,9 +43,21 @@ from txmq.storage import codec
 from txmq.storage.api import AppendResult, StoredRecord
 from txmq.storage.segment import Segment, SegmentFile, SegmentList
 
+_LOG = logging.getLogger(__name__)
 _READ_AHEAD_BYTES = 4096
 _PAGE_BYTES = 4096
 _SPAN_BYTES_MAX = 1 << 20  # one pread covers records of a pull up to this far apart
+
+
+def damaged_record_message(reason: str, segment_path: str, physical_offset: int) -> str:
+    """One line for a record the log cannot serve: the reason, the segment, and ``txmq store repair``
+    with the store directory (the segment's grandparent: ``<store>/commitlog/<segment>``)."""
+    store_dir = os.path.dirname(os.path.dirname(segment_path))
+    return (
+        f"{reason} (CommitLog segment {segment_path}, log offset {physical_offset}): the log is damaged "
+        f"there and this queue cannot be read past it; stop the broker and run "
+        f"`txmq store repair --data-dir {store_dir}` (`txmq store verify` shows what it would cut)"
+    )
 
 
 class DispatchEntry(NamedTuple):
@@ -116,6 +132,7 @@ class CommitLog:
         self.on_write_failed: Callable[[Exception], None] | None = None
         self.prealloc_bytes = 0  # zero-filled space kept ready after the data (0: files grow by appends)
         self._prealloc_stopped: SegmentFile | None = None  # a full disk stopped preparing this segment
+        self._damage_logged: set[int] = set()  # offsets of damaged records the log already named
 
     # -- preallocation
     def prepare_due(self) -> tuple[SegmentFile, int] | None:
@@ -400,12 +417,25 @@ class CommitLog:
             raise InvalidOffset(f"physical offset {physical_offset} is not in the log (deleted?)")
         pos = physical_offset - segment.base
         data = segment.handle.read_at(pos, _READ_AHEAD_BYTES)
-        size = codec.frame_size(data, 0, physical_offset)
-        if isinstance(size, codec.Blank | codec.NeedMore):
-            raise InvalidOffset(f"no record starts at physical offset {physical_offset}")
-        if size > len(data):
-            data = segment.handle.read_at(pos, size)
-        return codec.decode(data, 0, offset=physical_offset)
+        try:
+            size = codec.frame_size(data, 0, physical_offset)
+            if isinstance(size, codec.Blank | codec.NeedMore):
+                raise InvalidOffset(f"no record starts at physical offset {physical_offset}")
+            if size > len(data):
+                data = segment.handle.read_at(pos, size)
+            return codec.decode(data, 0, offset=physical_offset)
+        except CorruptRecord as exc:
+            raise self._damaged(exc, segment.path, physical_offset) from None
+
+    def _damaged(self, exc: CorruptRecord, segment_path: str, physical_offset: int) -> CorruptRecord:
+        """The error a read of a damaged record gives: what is wrong, where, and what the operator
+        runs; the broker's log says it once per record (not once per pull that reaches it)."""
+        message = damaged_record_message(exc.message, segment_path, physical_offset)
+        if physical_offset not in self._damage_logged:
+            if len(self._damage_logged) < limits.damaged_records_logged_max:
+                self._damage_logged.add(physical_offset)
+            _LOG.error("%s", message)
+        return CorruptRecord(message, offset=physical_offset)
 
     def _runs(
         self, locations: Sequence[tuple[int, int]], limit: int
