@@ -112,12 +112,12 @@ def verify(data_dir: DataDir, as_json: Annotated[bool, typer.Option("--json")] =
     except TxmqError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(2) from None
+    ok = report.ok and not config
     if as_json:
-        ok = report.ok and not config
         typer.echo(json.dumps({**report.as_dict(), "config_problems": config, "ok": ok}, indent=2))
     else:
         _print_report(report, config)
-    raise typer.Exit(0 if report.ok and not config else 1)
+    raise typer.Exit(0 if ok else 1)
 
 
 @store_app.command("repair")
