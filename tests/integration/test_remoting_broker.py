@@ -245,3 +245,18 @@ async def test_properties_with_a_lone_surrogate_are_refused_clearly(client: Remo
     assert reply.code == ResponseCode.MESSAGE_ILLEGAL
     assert "properties" in (reply.remark or "")
     assert (await send(client, "RemSur", b"fine")).code == ResponseCode.SUCCESS
+
+
+async def test_a_pull_at_a_negative_offset_is_moved_to_the_queue_minimum(client: RemotingEndpoint) -> None:
+    """A negative queue offset was answered SYSTEM_ERROR: a 4.x consumer stuck there never recovers.
+    Apache's broker answers PULL_OFFSET_MOVED with nextBeginOffset = the queue's minimum (getMessage:
+    OFFSET_TOO_SMALL; an empty or unknown queue: NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE, moved
+    to 0), so the client corrects its offset and reads on."""
+    reply = await send(client, "RemNeg", b"first", queue_id=0)
+    assert reply.code == ResponseCode.SUCCESS, reply.remark
+    for topic in ("RemNeg", "RemNegNever"):
+        moved = await client.request(RequestCode.PULL_MESSAGE, pull_header(topic, -1))
+        assert moved.code == ResponseCode.PULL_OFFSET_MOVED, (topic, moved.code, moved.remark)
+        assert moved.ext_fields["nextBeginOffset"] == "0"
+    again = await client.request(RequestCode.PULL_MESSAGE, pull_header("RemNeg", 0))
+    assert [m.body for m in decode_messages(again.body)] == [b"first"]

@@ -573,8 +573,8 @@ class Broker:
         self, once: Callable[[int, TagFilter], tuple[_R, bool]], topic: str, queue_id: int, offset: int,
         batch_size: int, expression: str | None, long_poll_ms: int,
     ) -> _R:  # fmt: skip
-        if offset < 0:
-            raise errors.InvalidOffset("the offset must not be negative")
+        # a negative offset is answered as one below the queue's minimum (OFFSET_TOO_SMALL with the
+        # minimum as next offset; remoting PULL_OFFSET_MOVED), as Apache's broker does, not refused
         if not 1 <= batch_size <= limits.pull_batch_max:
             raise errors.InvalidArgument(f"batch size must be 1..{limits.pull_batch_max}")
         config = self.topics.resolve(topic, for_write=False)

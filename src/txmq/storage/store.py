@@ -431,8 +431,9 @@ class MessageStore:
         self, topic: str, queue_id: int, queue_offset: int, max_count: int
     ) -> tuple[ConsumeQueue | None, tuple[ReadStatus, list[Any], int, int, int]]:
         """The queue to read from ``queue_offset`` on, or None and the (status, no records, next offset,
-        min, max) a read answers when there is nothing to read there."""
-        _check_queue_args(queue_id, queue_offset, max_count)
+        min, max) a read answers when there is nothing to read there. A negative offset is below every
+        queue's minimum (OFFSET_TOO_SMALL, next offset the minimum), as RocketMQ's getMessage answers."""
+        _check_queue_args(queue_id, max(queue_offset, 0), max_count)
         queue = self._queues.get(topic, queue_id)
         if queue is None:
             return None, (ReadStatus.NO_QUEUE, [], 0, 0, 0)
