@@ -56,7 +56,11 @@ def parse_tag_filter(expression: str | None) -> TagFilter:
     text = (expression or "").strip()
     if text in ("", "*"):
         return MATCH_ALL
-    tags = frozenset(part.strip() for part in text.split("||"))
-    if "" in tags or "*" in tags:
+    # as RocketMQ's FilterAPI.buildSubscriptionData: split on '||', trim, skip empty alternatives
+    # ('A ||' means A). Stricter where Apache's answer surprises: an expression of nothing but bars
+    # and blanks (Apache: an error for '||', a filter matching no message for ' || ') and '*' as one
+    # alternative (Apache: a literal tag '*', not "everything") are refused.
+    tags = frozenset(tag for part in text.split("||") if (tag := part.strip()))
+    if not tags or "*" in tags:
         raise errors.InvalidFilter(f"invalid tag expression {expression!r}: use '*' or 'a || b'")
     return TagFilter(text, tags, frozenset(tag_hash(t) for t in tags))
