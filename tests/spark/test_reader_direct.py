@@ -7,6 +7,7 @@ start, and messages produced between the calls must not be skipped; lost offsets
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 import pytest
@@ -184,3 +185,26 @@ def test_a_batch_start_after_its_end_is_an_error_naming_the_queue(
     })  # fmt: skip
     reader = ds.reader(source.spark_schema())
     assert [row for part in reader.partitions() for row in reader.read(part)] == []
+
+
+@pytest.mark.parametrize("transport", ["remoting", "grpc"])
+def test_a_topic_that_does_not_exist_is_an_error_naming_it_and_the_endpoint(
+    source: Any, spark_broker: BrokerProcess, transport: str
+) -> None:
+    """A read of a missing topic answered 0 rows: the route lookup auto-created an empty topic. A
+    RocketMQ consumer's route lookup of a missing topic fails (the name server's TOPIC_NOT_EXIST;
+    Apache creates topics only for a 4.x send), so the batch and stream readers now refuse it,
+    naming the topic and the endpoint, and leave no topic behind."""
+    from txmq.cli.admin_client import call as admin_call
+    from txmq.common import errors
+
+    topic = f"never-{uuid.uuid4().hex[:8]}"
+    endpoint = spark_broker.namesrv if transport == "remoting" else spark_broker.grpc
+    options = {"endpoints": endpoint, "topic": topic, "arrow": "false", "transport": transport}
+    batch = source.TxmqDataSource(options).reader(source.spark_schema())
+    stream = source.TxmqDataSource(options).streamReader(source.spark_schema())
+    for plan in (batch.partitions, stream.initialOffset):
+        with pytest.raises(errors.TopicNotFound, match=f"topic {topic} does not exist at {endpoint}"):
+            plan()
+    with pytest.raises(errors.TopicNotFound):
+        admin_call(spark_broker.grpc, "topic.describe", {"name": topic})  # the planning created nothing

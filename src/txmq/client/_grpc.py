@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import logging
 import platform
 import socket
@@ -156,6 +157,23 @@ class GrpcTransport:
         self._sessions.clear()
         self._channels.clear()
         self._stubs.clear()
+
+    async def topic_exists(self, topic: str) -> bool:
+        """txmq's admin call ``topic.describe`` (QueryRoute may auto-create the topic; this never does)."""
+        addr = self.endpoints[0]
+        self._stub(addr)  # opens the endpoint's channel
+        call = self._channels[addr].unary_unary("/txmq.Admin/Call")  # bytes in, bytes out
+        request = json.dumps({"op": "topic.describe", "args": {"name": topic}}).encode()
+        try:
+            reply = json.loads(await call(request, timeout=self.request_timeout_s))
+        except grpc.RpcError as exc:
+            raise errors.ConnectionError_(f"cannot reach the broker at {addr}: {exc}") from None
+        if reply.get("ok"):
+            return True
+        code = int(reply.get("code", errors.INTERNAL_ERROR))
+        if code == errors.TOPIC_NOT_FOUND:
+            return False
+        raise errors.for_code(code)(str(reply.get("error", "unknown error")))
 
     # ---- plumbing --------------------------------------------------------------------------------------
     def _stub(self, addr: str) -> Any:

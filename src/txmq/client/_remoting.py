@@ -341,6 +341,21 @@ class RemotingTransport:
     def invalidate_route(self, topic: str) -> None:
         self._routes.pop(topic, None)
 
+    async def topic_exists(self, topic: str) -> bool:
+        """The name server's topic list (GET_ALL_TOPIC_LIST_FROM_NAMESERVER) names ``topic``; unlike a
+        route lookup, this never creates it."""
+        last: errors.TxmqError | None = None
+        for addr in self.namesrvs:
+            try:
+                response = await self._call(addr, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {})
+            except errors.TxmqError as exc:
+                last = exc
+                continue
+            if response.code != ResponseCode.SUCCESS:
+                raise error_for_response(response.code, response.remark)
+            return topic in bodies.TopicList.from_json(response.body).topic_list
+        raise last or errors.ConnectionError_("no name server answered")
+
     async def _addr(self, mq: MessageQueue) -> str:
         addr = self._broker_addrs.get(mq.broker_name)
         if addr is None:

@@ -161,6 +161,10 @@ class Transport(Protocol):
 
     def invalidate_route(self, topic: str) -> None: ...
 
+    async def topic_exists(self, topic: str) -> bool:
+        """Whether ``topic`` exists, asked without creating it (a route lookup may auto-create it)."""
+        ...
+
     # ---- producing --------------------------------------------------------------------------
     async def send(
         self, mq: MessageQueue | None, messages: Sequence[Message], *, producer_group: str, timeout_s: float

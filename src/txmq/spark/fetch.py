@@ -62,6 +62,7 @@ class Session:
             opts.endpoints, opts.transport, request_timeout_s=opts.request_timeout_s
         )
         self._queues: dict[off.QueueKey, MessageQueue] = {}
+        self._exists: set[str] = set()  # topics seen to exist (asked once per session)
 
     def run(self, coro: Coroutine[Any, Any, T] | asyncio.Future[T]) -> T:
         return self._loop.run_until_complete(coro)
@@ -86,16 +87,25 @@ class Session:
         self.close()
 
     # ---- metadata --------------------------------------------------------------------------------
-    def queues(self) -> list[off.QueueKey]:
-        """Every readable queue of the options' topics, in canonical order."""
+    def queues(self, *, check_exists: bool = True) -> list[off.QueueKey]:
+        """Every readable queue of the options' topics, in canonical order. A topic that does not exist
+        is an error (asked without creating it: a route lookup may auto-create the topic, and a read
+        of an empty new topic would answer 0 rows), as a RocketMQ consumer's route lookup fails."""
         for topic in self.opts.topics:
+            if check_exists and topic not in self._exists:
+                if not self.run(self.transport.topic_exists(topic)):
+                    raise errors.TopicNotFound(
+                        f"topic {topic} does not exist at {self.opts.endpoints} ({self.opts.transport}); "
+                        "create it first (txmq topic create) or check the topic and endpoints options"
+                    )
+                self._exists.add(topic)
             for mq in self.run(self.transport.route(topic, for_write=False)):
                 self._queues[(mq.topic, mq.queue_id)] = mq
         return sorted(self._queues)
 
     def queue(self, key: off.QueueKey) -> MessageQueue:
         if key not in self._queues:
-            self.queues()
+            self.queues(check_exists=False)  # planned by the driver, which checked the topics exist
         if key not in self._queues:
             raise errors.NotFound(f"topic {key[0]} has no readable queue {key[1]}")
         return self._queues[key]
