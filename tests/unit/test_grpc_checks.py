@@ -46,3 +46,17 @@ def test_check_lean_refuses_what_check_fields_refuses(batch: list[LeanMessage], 
         else:
             with pytest.raises(error):
                 run()
+
+
+@pytest.mark.parametrize("size", [1, 3])
+def test_keys_with_spaces_are_split_as_the_apache_proxy_stores_them(size: int) -> None:
+    """The proxy joins a message's keys with a space into KEYS and the broker indexes each part: a key
+    "a b" is the keys a and b (it was refused, 40005). Blank keys stay refused; empty ones vanish."""
+    plain = [_lean(keys=("k1",)) for _ in range(size - 1)]
+    spaced = _lean(keys=("order-1 user-7", "", "x"))
+    checked = checks.check_lean([*plain, spaced])
+    assert [m.keys for m in checked] == [("k1",)] * (size - 1) + [("order-1", "user-7", "x")]
+    assert checks.check_lean(plain) is plain  # nothing to split: the same list, no copy
+    with pytest.raises(errors.InvalidKey, match="whitespace"):
+        checks.check_lean([*plain, _lean(keys=("  ",))])
+    assert checks.split_keys(("a", "b")) is None

@@ -201,6 +201,9 @@ class MessagingServicer:
                 checks.check_fields(
                     sysp.tag, sysp.keys, sysp.message_group, m.user_properties, sysp.message_id
                 )
+                if sysp.keys and (split := checks.split_keys(sysp.keys)) is not None:
+                    del sysp.keys[:]  # stored as the proxy stores them: "a b" is the keys a and b
+                    sysp.keys.extend(split)
             lane = convert.to_lean(request.messages)
             if lane is not None:
                 return await self._send_lean(lane[0], lane[1], ctx)
@@ -218,8 +221,7 @@ class MessagingServicer:
             client_id=client_id_of(context, required=False) or None,
         )
         try:
-            checks.check_lean(lean)
-            return await self._send_lean(topic, lean, ctx)
+            return await self._send_lean(topic, checks.check_lean(lean), ctx)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
             return _send_failed(exc, [m.message_id or "" for m in lean])
 

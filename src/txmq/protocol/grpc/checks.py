@@ -53,10 +53,24 @@ def check_tag(tag: str) -> None:
 
 
 def check_keys(keys: Iterable[str]) -> None:
-    """ILLEGAL_MESSAGE_KEY for a key holding a control character (the broker words the rest)."""
+    """ILLEGAL_MESSAGE_KEY for a key of whitespace only or holding a control character (the broker
+    words the rest)."""
     for key in keys:
+        if key.isspace():
+            raise errors.InvalidKey("a message key cannot be whitespace only")
         if has_control(key):
             raise errors.InvalidKey("a message key cannot contain a control character")
+
+
+def split_keys(keys: Sequence[str]) -> tuple[str, ...] | None:
+    """The keys as the Apache proxy stores them, or None when they need no change: it joins a message's
+    keys with a space into its KEYS property and the broker indexes each space-separated part, so a
+    key ``"a b"`` becomes the two keys ``a`` and ``b`` (queried and delivered as two); an empty key
+    adds nothing."""
+    for key in keys:
+        if not key or " " in key:
+            return tuple(part for whole in keys for part in whole.split(" ") if part)
+    return None
 
 
 def check_user_properties(user: Mapping[str, str]) -> None:
@@ -86,17 +100,19 @@ def check_fields(tag: str, keys: Sequence[str], group: str, user: Mapping[str, s
     check_group(group)
 
 
-def check_lean(messages: Sequence[LeanMessage]) -> None:
-    """:func:`check_fields` of each of the send lane's messages, in order.
+def check_lean(messages: list[LeanMessage]) -> list[LeanMessage]:
+    """:func:`check_fields` of each of the send lane's messages, in order; returns them with their keys
+    as the proxy stores them (:func:`split_keys`; ``messages`` itself when no key changes).
 
     This runs per message sent, so the common batch is judged column by column at C speed (each
-    distinct tag and group once, every key in one scan); only a batch that may fail is walked message
-    by message, which raises the first failure in message order."""
+    distinct tag and group once, every key in one scan); only a batch that may fail (or has a key to
+    split) is walked message by message, which raises the first failure in message order."""
     if len(messages) > 1:
         _, users, tags, keys, ids, groups = zip(*messages, strict=True)
         if _columns_pass(users, tags, keys, ids, groups):
-            return
-    for message in messages:
+            return messages
+    result = messages
+    for i, message in enumerate(messages):
         check_fields(
             message.tags or "",
             message.keys,
@@ -104,6 +120,11 @@ def check_lean(messages: Sequence[LeanMessage]) -> None:
             message.properties,
             message.message_id or "",
         )
+        if message.keys and (split := split_keys(message.keys)) is not None:
+            if result is messages:
+                result = list(messages)
+            result[i] = message._replace(keys=split)
+    return result
 
 
 def _columns_pass(
@@ -117,8 +138,8 @@ def _columns_pass(
     if any(users) or not all(ids) or any(map(str.isspace, ids)):  # type: ignore[arg-type]
         return False
     joined = "".join(map("".join, keys))
-    if not (joined.isascii() and joined.isprintable()):
-        return False
+    if not (joined.isascii() and joined.isprintable()) or " " in joined or not all(map(all, keys)):
+        return False  # a key may be refused, or split at its spaces, or is empty
     try:
         for tag in set(tags):
             if tag is not None:
