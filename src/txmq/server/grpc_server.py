@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 
 from txmq.broker.broker import Broker, OffsetPolicy
+from txmq.broker.receipt import decode_receipt
 from txmq.broker.send import SendContext
 from txmq.broker.topics import TopicConfig
 from txmq.common import errors, limits, names
@@ -110,6 +111,16 @@ def _client_group(name: str) -> str:
     if names.is_system_group(name):
         raise errors.InvalidGroup(f"cannot use system consumer group {name}")
     return name
+
+
+def _handle_of_topic(handle: str, topic: str, group: str) -> None:
+    """INVALID_RECEIPT_HANDLE when ``handle`` was not issued for ``topic`` (or for ``group``'s retry
+    topic, whose messages are delivered under their original topic). The Apache proxy would ack the
+    named topic's queue and offset instead, answer OK and let the message come again: a client
+    naming the wrong topic learns it here."""
+    leased = decode_receipt(handle).topic
+    if leased != topic and leased != names.retry_topic(group):
+        raise errors.InvalidReceiptHandle(f"the receipt handle is for topic {leased}, not {topic}")
 
 
 def _topic_route(config: TopicConfig) -> routes.TopicRoute:
@@ -293,6 +304,9 @@ class MessagingServicer:
     @_unary(S.AckMessageResponse)
     async def AckMessage(self, request: Any, context: Any) -> Any:
         group = _client_group(request.group.name)
+        topic = request.topic.name
+        names.validate_topic(_client_topic(topic))  # the proxy's ILLEGAL_TOPIC, for the whole request
+        check = self._check_handle
         reply = S.AckMessageResponse()
         add = reply.entries.add  # filled in place: a receive loop acks every message it got
         ack = self.broker.ack
@@ -301,6 +315,7 @@ class MessagingServicer:
         for entry in request.entries:
             handle = entry.receipt_handle
             try:
+                check(handle, topic, group)
                 ack(group=group, receipt_handle=handle)
                 result_status = ok
             except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
@@ -312,8 +327,12 @@ class MessagingServicer:
 
     @_unary(S.ChangeInvisibleDurationResponse)
     async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
+        group = _client_group(request.group.name)
+        topic = request.topic.name
+        names.validate_topic(_client_topic(topic))
+        self._check_handle(request.receipt_handle, topic, group)
         handle = self.broker.change_invisible(
-            group=_client_group(request.group.name),
+            group=group,
             receipt_handle=request.receipt_handle,
             invisible_ms=convert.duration_ms(request.invisible_duration),
         )
@@ -329,6 +348,14 @@ class MessagingServicer:
     @_unary(S.SyncLiteSubscriptionResponse)
     async def SyncLiteSubscription(self, request: Any, context: Any) -> Any:
         raise errors.Unsupported("lite topics are not supported")
+
+    def _check_handle(self, handle: str, topic: str, group: str) -> None:
+        """The topic an ack or change of invisible time names (a valid name, see AckMessage) exists
+        (TOPIC_NOT_FOUND, as the Apache broker's TOPIC_NOT_EXIST; never created by an ack) and is the
+        handle's (:func:`_handle_of_topic`)."""
+        if self.broker.topics.get(topic) is None:
+            raise errors.TopicNotFound(f"topic {topic} does not exist")
+        _handle_of_topic(handle, topic, group)
 
     # ---- offset-based pull -------------------------------------------------------------------
     async def PullMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:
