@@ -135,9 +135,9 @@ async def _group_describe(broker: Broker, args: dict[str, Any]) -> Any:
     rows = []
     for (topic, queue_id), offset in sorted(broker.offsets.of_group(group).items()):
         high = broker.store.max_offset(topic, queue_id)
-        rows.append(
-            {"topic": topic, "queue_id": queue_id, "offset": offset, "max_offset": high, "lag": high - offset}
-        )
+        # an offset past the end (corrected by the group's next pull or receive) leaves nothing to read
+        lag = max(0, high - offset)
+        rows.append({"topic": topic, "queue_id": queue_id, "offset": offset, "max_offset": high, "lag": lag})
     clients = [c.client_id for c in broker.clients.consumers_of(group)]
     inflight = broker.pop.inflight_of(group)
     if not (rows or clients or inflight):  # a mistyped name is an error, not an empty description

@@ -433,6 +433,13 @@ class PopService:
         if state is None:
             saved = self._offsets.get(group, topic, queue_id)
             low = self._store.min_offset(topic, queue_id)
+            high = self._store.max_offset(topic, queue_id)
+            if saved is not None and saved > high:
+                # an offset past the queue's end (committed by a client, or the log lost its unflushed
+                # tail): start at the end and commit it, as Apache's POP corrects it; kept, the
+                # messages appended below it would never be delivered
+                saved = high
+                self._offsets.set(group, topic, queue_id, high)
             base = low if saved is None else max(saved, low)
             state = QueueState(base=base, scan=base)
             self._queues[key] = state
