@@ -54,7 +54,9 @@ class Broker:
     def __init__(self, root: Path, connections_max: int, flush: str) -> None:
         self.ports = {"grpc": free_port(), "remoting": free_port(), "namesrv": free_port()}
         config = root / "broker.json"
-        config.write_text(json.dumps({"connections_max": connections_max}))
+        # pop_without_ack receives limits.receive_batch_max at a time (Apache's proxy serves 32)
+        settings = {"connections_max": connections_max, "grpc_receive_batch_max": limits.receive_batch_max}
+        config.write_text(json.dumps(settings))
         home = root / "home"
         home.mkdir()
         env = dict(os.environ, HOME=str(home), PYTHONUNBUFFERED="1")

@@ -41,6 +41,7 @@ def make_config(path: Path, **overrides: object) -> BrokerConfig:
         transaction_timeout_ms=6_000,
         transaction_check_interval_ms=30_000,
         transaction_check_max=3,
+        receive_invisible_ms_min=1_000,  # short leases expire within a test's few clock steps
     )
     return base.with_overrides(**overrides)
 

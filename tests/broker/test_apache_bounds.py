@@ -1,12 +1,74 @@
-"""Corrections the broker shares with Apache RocketMQ (session 20's field4 probes): a group offset past
-a queue's end (Apache's POP commits the end; the admin view's lag)."""
+"""Bounds and corrections the broker shares with Apache RocketMQ (session 20's field4 probes): invisible
+durations (the proxy's ProxyConfig defaults, broker settings here), and a group offset past a queue's end
+(Apache's POP commits the end; the admin view's lag)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from txmq.broker.admin import dispatch
 from txmq.broker.broker import Broker
+from txmq.broker.config import BrokerConfig
+from txmq.common import errors, limits
+from txmq.common.clock import FakeClock
 
+from .conftest import make_config
 from .test_send_receive import receive, send
+
+HOUR_MS = 3_600_000
+
+
+async def test_receive_invisible_durations_are_bounded_as_the_apache_proxy_bounds_them(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """ReceiveMessage took 1 s .. 12 h. Apache's proxy refuses a receive under 10 s
+    (minInvisibleTimeMillsForRecv) or over 12 h (maxInvisibleTimeMills) with ILLEGAL_INVISIBLE_TIME;
+    ChangeInvisibleDuration takes 0 .. 12 h. Both bounds are broker settings with those defaults."""
+    defaults = BrokerConfig()
+    assert (defaults.receive_invisible_ms_min, defaults.invisible_ms_max) == (10_000, 12 * HOUR_MS)
+    broker = await Broker.open(make_config(tmp_path, receive_invisible_ms_min=10_000), clock=clock)
+    try:
+        await send(broker, "t", b"payload")
+        for invisible_ms in (1_000, 9_999, 12 * HOUR_MS + 1):
+            with pytest.raises(errors.InvalidInvisibleTime, match=r"too (small|large)"):
+                await receive(broker, "g", "t", invisible_ms=invisible_ms)
+        (view,) = await receive(broker, "g", "t", invisible_ms=10_000)
+        with pytest.raises(errors.InvalidInvisibleTime):
+            broker.change_invisible(group="g", receipt_handle=view.receipt_handle or "", invisible_ms=-1)
+        with pytest.raises(errors.InvalidInvisibleTime):
+            broker.change_invisible(
+                group="g", receipt_handle=view.receipt_handle or "", invisible_ms=12 * HOUR_MS + 1
+            )
+        handle = broker.change_invisible(group="g", receipt_handle=view.receipt_handle or "", invisible_ms=0)
+        assert handle  # 0 is a change's minimum: the message is due again at once
+    finally:
+        await broker.close()
+
+
+async def test_the_invisible_bounds_are_settings(tmp_path: Path, clock: FakeClock) -> None:
+    broker = await Broker.open(
+        make_config(tmp_path, receive_invisible_ms_min=500, invisible_ms_max=2 * HOUR_MS), clock=clock
+    )
+    try:
+        await send(broker, "t", b"payload")
+        with pytest.raises(errors.InvalidInvisibleTime, match="7200000 ms"):
+            await receive(broker, "g", "t", invisible_ms=2 * HOUR_MS + 1)
+        assert len(await receive(broker, "g", "t", invisible_ms=500)) == 1
+    finally:
+        await broker.close()
+    for bad in (
+        {"receive_invisible_ms_min": -1},
+        {"receive_invisible_ms_min": 70_000},  # above the auto-renew lease (60 s)
+        {"invisible_ms_max": 30_000},
+    ):
+        with pytest.raises(errors.InvalidArgument, match="invisible durations"):
+            BrokerConfig(**bad).validate()  # type: ignore[arg-type]
+    assert BrokerConfig().grpc_receive_batch_max == limits.grpc_receive_batch_max_default == 32
+    for batch_max in (0, limits.receive_batch_max + 1):
+        with pytest.raises(errors.InvalidArgument, match="grpc_receive_batch_max"):
+            BrokerConfig(grpc_receive_batch_max=batch_max).validate()
 
 
 async def test_a_pop_group_offset_past_the_queue_end_is_corrected_to_the_end(broker: Broker) -> None:

@@ -16,8 +16,10 @@ from .grpc_harness import BrokerProcess, Clients, official_client, receive_all
 
 BROKER_FLAGS = [
     "--transaction-timeout", "1s", "--transaction-check-interval", "1s", "--max-delivery-attempts", "3",
+    "--receive-invisible-min", "1s",  # a lease of 1 s expires within the test
 ]  # fmt: skip
-BROKER_CONFIG = {"retry_backoff_ms": [1000]}
+# a receive above Apache's 32 messages streams in chunks (test_a_large_receive_streams_...)
+BROKER_CONFIG = {"retry_backoff_ms": [1000], "grpc_receive_batch_max": 1024}
 
 
 def _name(prefix: str) -> str:

@@ -410,10 +410,11 @@ class Broker:
         names.validate_group(group)
         if not 1 <= batch_size <= limits.receive_batch_max:
             raise errors.InvalidArgument(f"batch size must be 1..{limits.receive_batch_max}")
-        if not limits.invisible_duration_ms_min <= invisible_ms <= limits.invisible_duration_ms_max:
+        low, high = self.config.receive_invisible_ms_min, self.config.invisible_ms_max
+        if not low <= invisible_ms <= high:  # the Apache proxy's bounds (GrpcValidator)
             raise errors.InvalidInvisibleTime(
-                f"invisible duration must be {limits.invisible_duration_ms_min} ms.."
-                f"{limits.invisible_duration_ms_max} ms"
+                f"invisible duration {invisible_ms} ms is too {'small' if invisible_ms < low else 'large'}: "
+                f"a receive takes {low} ms..{high} ms (broker settings receive_invisible_min, invisible_max)"
             )
         if not 0 <= long_poll_ms <= limits.long_polling_ms_max:
             raise errors.InvalidPollingTime(f"long polling time must be 0..{limits.long_polling_ms_max} ms")
@@ -477,8 +478,10 @@ class Broker:
                 ) from None
 
     def change_invisible(self, *, group: str, receipt_handle: str, invisible_ms: int) -> str:
-        if not 0 <= invisible_ms <= limits.invisible_duration_ms_max:
-            raise errors.InvalidInvisibleTime("invisible duration out of range")
+        if not 0 <= invisible_ms <= self.config.invisible_ms_max:
+            raise errors.InvalidInvisibleTime(
+                f"invisible duration {invisible_ms} ms is out of range 0..{self.config.invisible_ms_max} ms"
+            )
         return self.pop.change_invisible(group, receipt_handle, invisible_ms, self.clock.now_ms())
 
     async def forward_to_dlq(self, *, group: str, receipt_handle: str) -> None:

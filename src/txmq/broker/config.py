@@ -73,6 +73,14 @@ class BrokerConfig:
     max_delivery_attempts: int = limits.max_delivery_attempts_default
     retry_backoff_ms: tuple[int, ...] = field(default=())  # empty: the delay-level schedule 10s 30s 1m ...
     long_polling_ms_default: int = 20_000
+    # ReceiveMessage's invisible duration must lie in [receive_invisible_ms_min, invisible_ms_max]
+    # (ILLEGAL_INVISIBLE_TIME otherwise; ChangeInvisibleDuration takes 0..invisible_ms_max); an auto-renew
+    # receive (the official PushConsumer) leases for invisible_ms_auto_renew. Apache's proxy defaults.
+    receive_invisible_ms_min: int = limits.receive_invisible_ms_min_default
+    invisible_ms_max: int = limits.invisible_duration_ms_max
+    invisible_ms_auto_renew: int = limits.invisible_ms_auto_renew_default
+    # a ReceiveMessage asking more is served this many (Apache's proxy: 32); up to receive_batch_max
+    grpc_receive_batch_max: int = limits.grpc_receive_batch_max_default
     offset_flush_interval_ms: int = 1_000
     connections_max: int = limits.connections_max
     grpc_concurrent_rpcs_max: int = limits.grpc_concurrent_rpcs_max
@@ -92,6 +100,14 @@ class BrokerConfig:
             )
         if self.connections_max < 1 or self.grpc_concurrent_rpcs_max < 1:
             raise errors.InvalidArgument("connections_max and grpc_concurrent_rpcs_max must be at least 1")
+        if not 0 <= self.receive_invisible_ms_min <= self.invisible_ms_auto_renew <= self.invisible_ms_max:
+            raise errors.InvalidArgument(
+                "invisible durations must hold 0 <= receive minimum <= auto-renew lease <= maximum, "
+                f"got {self.receive_invisible_ms_min} ms, {self.invisible_ms_auto_renew} ms, "
+                f"{self.invisible_ms_max} ms"
+            )
+        if not 1 <= self.grpc_receive_batch_max <= limits.receive_batch_max:
+            raise errors.InvalidArgument(f"grpc_receive_batch_max must be 1..{limits.receive_batch_max}")
         TlsMode.parse(self.grpc_tls)
         check_key_pair_given(self.tls_cert_file, self.tls_key_file)
         for port in (self.grpc_port, self.remoting_port, self.namesrv_port):
@@ -116,6 +132,9 @@ _DURATION_FIELDS = {
     "transaction_timeout_ms": "transaction_timeout",
     "transaction_check_interval_ms": "transaction_check_interval",
     "delay_ms_max": "delay_max",
+    "receive_invisible_ms_min": "receive_invisible_min",
+    "invisible_ms_max": "invisible_max",
+    "invisible_ms_auto_renew": "invisible_auto_renew",
 }
 
 

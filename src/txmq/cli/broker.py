@@ -54,6 +54,16 @@ def broker(
     default_queues: Annotated[int, typer.Option("--default-queues")] = 4,
     max_delivery_attempts: Annotated[int, typer.Option("--max-delivery-attempts")] = 17,
     no_auto_create_topics: Annotated[bool, typer.Option("--no-auto-create-topics")] = False,
+    receive_invisible_min: Annotated[
+        str,
+        typer.Option(
+            "--receive-invisible-min",
+            help="shortest invisible duration a ReceiveMessage may ask (Apache's proxy: 10s)",
+        ),
+    ] = "10s",
+    invisible_max: Annotated[
+        str, typer.Option("--invisible-max", help="longest invisible duration (receive and change; 12h)")
+    ] = "12h",
     grpc_tls: Annotated[
         str | None,
         typer.Option(
@@ -116,6 +126,8 @@ def broker(
             default_queues=pick("default_queues", default_queues),
             max_delivery_attempts=pick("max_delivery_attempts", max_delivery_attempts),
             auto_create_topics=False if no_auto_create_topics else None,
+            receive_invisible_ms_min=pick_ms("receive_invisible_min", receive_invisible_min),
+            invisible_ms_max=pick_ms("invisible_max", invisible_max),
             grpc_tls=grpc_tls,
             tls_cert_file=tls_cert,
             tls_key_file=tls_key,

@@ -50,8 +50,16 @@ pull_batch_max: Final = 1024
 # accessMessageInMemoryMaxRatio, 40): a young queue is read from its start by a new 4.x consumer
 new_group_from_zero_memory_ratio: Final = 0.4
 pull_bytes_max: Final = 8 * MiB
-invisible_duration_ms_min: Final = 1_000
+# ReceiveMessage's invisible duration bounds and the lease of an auto-renew receive: the Apache proxy's
+# defaults (ProxyConfig minInvisibleTimeMillsForRecv 10 s, maxInvisibleTimeMills 12 h,
+# defaultInvisibleTimeMills 60 s); broker settings (BrokerConfig), these are their defaults
+receive_invisible_ms_min_default: Final = 10_000
 invisible_duration_ms_max: Final = 12 * 3_600_000
+invisible_ms_auto_renew_default: Final = 60_000
+# a v2 ReceiveMessage is served at most this many messages by default (the proxy's
+# MAX_MSG_NUMS_FOR_POP_REQUEST: a larger batch size is lowered to it); BrokerConfig.grpc_receive_batch_max
+# may raise it up to receive_batch_max
+grpc_receive_batch_max_default: Final = 32
 long_polling_ms_max: Final = 60_000
 inflight_per_group_max: Final = 100_000
 max_delivery_attempts_default: Final = 17  # 16 retries + the first delivery

@@ -32,7 +32,6 @@ from txmq.storage.api import ReadStatus
 
 log = logging.getLogger(__name__)
 CLIENT_ID_HEADER = "x-mq-client-id"
-DEFAULT_INVISIBLE_MS = 30_000  # PushConsumer sends auto_renew and no invisible duration
 DEFAULT_BATCH_SIZE = 32
 LOOPBACK_HOST = "127.0.0.1"
 DEADLINE_MARGIN_MS = 500  # answer a long poll this long before the client's deadline
@@ -262,15 +261,20 @@ class MessagingServicer:
     # ---- POP consumption ---------------------------------------------------------------------
     async def ReceiveMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:
         response = S.ReceiveMessageResponse
-        invisible_ms = DEFAULT_INVISIBLE_MS
+        config = self.broker.config
         try:
-            if request.HasField("invisible_duration"):
+            if request.auto_renew:
+                # as the Apache proxy (enableProxyAutoRenew): the broker's lease, whatever was asked
+                # (the official PushConsumer asks none); txmq does not renew it (see ARCHITECTURE)
+                invisible_ms = config.invisible_ms_auto_renew
+            else:  # absent: 0, refused as too small (the proxy's GrpcValidator)
                 invisible_ms = convert.duration_ms(request.invisible_duration)
             chunks = self.broker.receive_chunks(
                 group=_client_group(request.group.name),
                 topic=_client_topic(request.message_queue.topic.name),
                 expression=_expression(request.filter_expression),
-                batch_size=request.batch_size or DEFAULT_BATCH_SIZE,
+                # the proxy lowers a larger batch size to 32 (ConsumerProcessor.popMessage)
+                batch_size=min(request.batch_size or DEFAULT_BATCH_SIZE, config.grpc_receive_batch_max),
                 invisible_ms=invisible_ms,
                 long_poll_ms=_long_poll_ms(request, context),
                 queue_id=None,  # like the proxy: pop from every queue (see the class docstring)

@@ -145,6 +145,7 @@ class Simulation:
             delay_levels=" ".join(f"{ms // 1000}s" for ms in DELAY_LEVELS_MS),
             max_delivery_attempts=1_000,
             retry_backoff_ms=(1_000, 2_000),
+            receive_invisible_ms_min=1_000,  # the workload leases for 1-5 s to see expiries often
         )
 
     async def rpc(self, name: str, call: Any, *, allow_delay: bool = True) -> Any:
