@@ -113,17 +113,13 @@ def check_lean(messages: list[LeanMessage]) -> list[LeanMessage]:
             return messages
     result = messages
     for i, message in enumerate(messages):
-        check_fields(
-            message.tags or "",
-            message.keys,
-            message.message_group or "",
-            message.properties,
-            message.message_id or "",
-        )
-        if message.keys and (split := split_keys(message.keys)) is not None:
+        keys = message.keys
+        tag, group, message_id = message.tags or "", message.message_group or "", message.message_id or ""
+        check_fields(tag, keys, group, message.properties, message_id)
+        if keys and (" " in "".join(keys) or not all(keys)):  # split_keys's test, inline (per message)
             if result is messages:
                 result = list(messages)
-            result[i] = message._replace(keys=split)
+            result[i] = message._replace(keys=split_keys(keys) or keys)
     return result
 
 
