@@ -212,6 +212,7 @@ def test_an_ack_names_an_existing_topic_its_handle_belongs_to(
     _send(rmq, clients, other, [b"o"])
     (message,) = _receive_until(stub, topic, group, 1)
     assert stub.ack(_name("missing"), group, message) == (40402, 40402)
+    assert stub.ack("", group, message)[0] == 40002  # ILLEGAL_TOPIC for the request (the proxy's check)
     assert stub.ack(other, group, message) == (40013, 40013)
     assert stub.change_invisible(other, group, message, 30) == 40013
     assert stub.ack(topic, group, message) == (20000, 20000)
