@@ -10,11 +10,12 @@ import pytest
 
 from txmq.broker.admin import dispatch
 from txmq.broker.broker import Broker
+from txmq.broker.clients import ClientKind
 from txmq.broker.config import BrokerConfig
 from txmq.common import errors, limits
 from txmq.common.clock import FakeClock
 
-from .conftest import make_config
+from .conftest import RecordingChannel, make_config
 from .test_send_receive import receive, send
 
 HOUR_MS = 3_600_000
@@ -87,3 +88,48 @@ async def test_a_pop_group_offset_past_the_queue_end_is_corrected_to_the_end(bro
     await send(broker, "t", b"after")  # offset 1, below the committed 2
     got = await receive(broker, "g", "t")
     assert [v.body for v in got] == [b"after"]
+
+
+async def _renewed_receive(broker: Broker, clock: FakeClock, client: str) -> str:
+    broker.topics.create("t", queues=1)
+    await send(broker, "t", b"long job")
+    (view,) = await receive(broker, "g", "t", invisible_ms=broker.config.invisible_ms_auto_renew)
+    broker.renew_for("g", client, [view])
+    return view.receipt_handle or ""
+
+
+async def _tick_for(broker: Broker, clock: FakeClock, ms: int, step_ms: int = 5_000) -> None:
+    for _ in range(ms // step_ms):
+        clock.advance(step_ms)
+        await broker.tick(clock.now_ms())
+
+
+async def test_an_auto_renew_lease_is_renewed_while_its_client_lives(
+    broker: Broker, clock: FakeClock
+) -> None:
+    """The Apache proxy renews an auto-renew receive's lease (10 s ahead, for up to 3 h) until the
+    client acks it; txmq leased it once, so a push consumer's listener running over the lease got the
+    message again. Renewed under the same handle: the client's ack still works."""
+    broker.clients.touch("c1", kind=ClientKind.SIMPLE_CONSUMER, groups={"g"}, channel=RecordingChannel())
+    handle = await _renewed_receive(broker, clock, "c1")
+    await _tick_for(broker, clock, 10 * 60_000)  # ten minutes: ten leases of 60 s
+    assert await receive(broker, "g", "t") == []
+    broker.ack(group="g", receipt_handle=handle)
+    await _tick_for(broker, clock, 120_000)
+    assert await receive(broker, "g", "t") == []  # acked: nothing comes back
+
+
+async def test_an_auto_renew_lease_ends_when_its_client_is_gone_or_after_3_hours(
+    broker: Broker, clock: FakeClock
+) -> None:
+    await _renewed_receive(broker, clock, "gone")  # a client the broker does not know: not renewed
+    await _tick_for(broker, clock, 65_000)
+    assert [v.body for v in await receive(broker, "g", "t")] == [b"long job"]
+    broker.clients.touch("c1", kind=ClientKind.SIMPLE_CONSUMER, groups={"g"}, channel=RecordingChannel())
+    await send(broker, "t", b"endless")
+    (view,) = [v for v in await receive(broker, "g", "t", invisible_ms=60_000) if v.body == b"endless"]
+    broker.renew_for("g", "c1", [view])
+    await _tick_for(broker, clock, limits.auto_renew_max_ms - 60_000, step_ms=30_000)
+    assert b"endless" not in [v.body for v in await receive(broker, "g", "t")]
+    await _tick_for(broker, clock, 180_000, step_ms=30_000)
+    assert b"endless" in [v.body for v in await receive(broker, "g", "t")]

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import enum
 import functools
+import heapq
 import logging
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
@@ -130,6 +131,8 @@ class Broker:
         self.transactions = TransactionService(self, meta)
         self._background: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        # auto-renew leases: (next renewal at, receipt handle, group, client id, renew until), a min-heap
+        self._renewals: list[tuple[int, str, str, str, int]] = []
         self.store_lock: StoreLock | None = None  # held from open to close (Broker.open takes it)
 
     # ---- lifecycle ----------------------------------------------------------------------------
@@ -219,6 +222,7 @@ class Broker:
     async def tick(self, now_ms: int) -> None:
         """One step of every background service (tests call this with a FakeClock)."""
         await self.delays.tick(now_ms)
+        self._renew_leases(now_ms)
         await self.pop.tick(now_ms)
         await self.transactions.tick(now_ms)
         self.clients.expire()
@@ -476,6 +480,35 @@ class Broker:
                     "the receipt handle has expired: its invisible time passed, so the message may "
                     "have been delivered again; ack the handle of that delivery"
                 ) from None
+
+    def renew_for(self, group: str, client_id: str, views: Sequence[MessageView]) -> None:
+        """Renew the leases of ``views`` (an auto-renew receive) while ``client_id`` is live, as the
+        Apache proxy's ReceiptHandleProcessor does: each is extended by ``invisible_ms_auto_renew``
+        ``limits.auto_renew_ahead_ms`` before it ends, for up to ``limits.auto_renew_max_ms`` after the
+        receive, under the same receipt handle; an ack or a change of invisible time ends it. A client
+        gone stops the renewals (the leases then end as usual)."""
+        now = self.clock.now_ms()
+        until = now + limits.auto_renew_max_ms
+        for view in views:
+            handle = view.receipt_handle
+            deadline = self.pop.deadline_of(group, handle) if handle else None
+            if handle and deadline is not None:
+                heapq.heappush(
+                    self._renewals, (deadline - limits.auto_renew_ahead_ms, handle, group, client_id, until)
+                )
+
+    def _renew_leases(self, now_ms: int) -> None:
+        renewals, ahead = self._renewals, limits.auto_renew_ahead_ms
+        lease = self.config.invisible_ms_auto_renew
+        while renewals and renewals[0][0] <= now_ms:
+            _, handle, group, client_id, until = heapq.heappop(renewals)
+            client = self.clients.get(client_id)
+            if client is None or not self.clients.is_live(client) or now_ms >= until:
+                continue  # the lease ends as leased
+            deadline = self.pop.extend(group, handle, lease, now_ms)
+            if deadline is not None:  # next time at least one ms on (a lease shorter than the margin)
+                next_at = max(deadline - ahead, now_ms + 1)
+                heapq.heappush(renewals, (next_at, handle, group, client_id, until))
 
     def change_invisible(self, *, group: str, receipt_handle: str, invisible_ms: int) -> str:
         if not 0 <= invisible_ms <= self.config.invisible_ms_max:

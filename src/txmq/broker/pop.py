@@ -59,7 +59,8 @@ class QueueState:
     fifo_attempts: dict[int, int] = field(default_factory=dict)
     # (deadline_ms, queue_offset, nonce) of every in-flight entry, a min-heap. An ack or a change of
     # invisible time leaves its old item behind: an item counts only while ``inflight`` holds an entry
-    # of its offset with its nonce (every lease and change draws a new nonce), and stale items are
+    # of its offset with its nonce (every lease and change draws a new nonce) and its deadline (an
+    # auto-renew extension keeps the nonce, see PopService.extend), and stale items are
     # dropped when they reach the top or when they outnumber the live ones (then the heap is rebuilt).
     deadlines: list[tuple[int, int, int]] = field(default_factory=list)
 
@@ -80,9 +81,9 @@ class QueueState:
         deadlines, inflight = self.deadlines, self.inflight
         found: list[tuple[int, InFlight]] = []
         while deadlines and deadlines[0][0] <= now_ms:
-            _deadline, offset, nonce = heapq.heappop(deadlines)
+            deadline, offset, nonce = heapq.heappop(deadlines)
             entry = inflight.get(offset)
-            if entry is not None and entry.nonce == nonce:
+            if entry is not None and entry.nonce == nonce and entry.deadline_ms == deadline:
                 found.append((offset, entry))
         found.sort(key=_by_offset)
         return found
@@ -91,10 +92,10 @@ class QueueState:
         """The earliest deadline of an entry in flight (drops stale items from the top)."""
         deadlines, inflight = self.deadlines, self.inflight
         while deadlines:
-            _deadline, offset, nonce = deadlines[0]
+            deadline, offset, nonce = deadlines[0]
             entry = inflight.get(offset)
-            if entry is not None and entry.nonce == nonce:
-                return entry.deadline_ms
+            if entry is not None and entry.nonce == nonce and entry.deadline_ms == deadline:
+                return deadline
             heapq.heappop(deadlines)
         return None
 
@@ -368,6 +369,27 @@ class PopService:
         return encode_receipt(
             receipt.topic, receipt.queue_id, receipt.queue_offset, entry.nonce, entry.deadline_ms
         )
+
+    def extend(self, group: str, handle: str, invisible_ms: int, now_ms: int) -> int | None:
+        """Keep the message leased under ``handle`` invisible ``invisible_ms`` more from ``now_ms``,
+        under the same handle (an auto-renew lease, renewed by the broker as Apache's proxy renews
+        it); its new deadline, or None when the handle no longer holds the lease (acked, changed,
+        expired)."""
+        receipt = decode_receipt(handle)
+        state = self._queues.get((group, receipt.topic, receipt.queue_id))
+        entry = state.inflight.get(receipt.queue_offset) if state else None
+        if state is None or entry is None or entry.nonce != receipt.nonce:
+            return None
+        entry.deadline_ms = now_ms + invisible_ms
+        state.schedule(receipt.queue_offset, entry)
+        return entry.deadline_ms
+
+    def deadline_of(self, group: str, handle: str) -> int | None:
+        """The deadline of the lease ``handle`` holds, or None when it holds none any more."""
+        receipt = decode_receipt(handle)
+        state = self._queues.get((group, receipt.topic, receipt.queue_id))
+        entry = state.inflight.get(receipt.queue_offset) if state else None
+        return None if entry is None or entry.nonce != receipt.nonce else entry.deadline_ms
 
     def lookup(self, group: str, handle: str) -> tuple[Receipt, InFlight]:
         receipt = decode_receipt(handle)

@@ -56,6 +56,10 @@ pull_bytes_max: Final = 8 * MiB
 receive_invisible_ms_min_default: Final = 10_000
 invisible_duration_ms_max: Final = 12 * 3_600_000
 invisible_ms_auto_renew_default: Final = 60_000
+# an auto-renew lease is renewed this long before it ends, for at most this long after the receive,
+# while its client is live (ProxyConfig renewAheadTimeMillis 10 s, renewMaxTimeMillis 3 h)
+auto_renew_ahead_ms: Final = 10_000
+auto_renew_max_ms: Final = 3 * 3_600_000
 # a v2 ReceiveMessage is served at most this many messages by default (the proxy's
 # MAX_MSG_NUMS_FOR_POP_REQUEST: a larger batch size is lowered to it); BrokerConfig.grpc_receive_batch_max
 # may raise it up to receive_batch_max

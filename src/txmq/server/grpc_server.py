@@ -263,10 +263,12 @@ class MessagingServicer:
         response = S.ReceiveMessageResponse
         config = self.broker.config
         try:
+            renewer = None
             if request.auto_renew:
                 # as the Apache proxy (enableProxyAutoRenew): the broker's lease, whatever was asked
-                # (the official PushConsumer asks none); txmq does not renew it (see ARCHITECTURE)
+                # (the official PushConsumer asks none), renewed while the client lives (renew_for)
                 invisible_ms = config.invisible_ms_auto_renew
+                renewer = client_id_of(context, required=False) or None
             else:  # absent: 0, refused as too small (the proxy's GrpcValidator)
                 invisible_ms = convert.duration_ms(request.invisible_duration)
             chunks = self.broker.receive_chunks(
@@ -295,6 +297,8 @@ class MessagingServicer:
                     # other calls run between the chunks (receive_chunks). Each response is written as
                     # bytes (wire.delivered: what convert.to_wire + SerializeToString give, cheaper),
                     # which grpc_decode's serializer passes through.
+                    if renewer is not None:
+                        self.broker.renew_for(request.group.name, renewer, messages)
                     responses = [delivered(view, invisible_ms) for view in messages]
                     for encoded in responses:
                         yield encoded
