@@ -234,6 +234,12 @@ class RemotingChannel:
             raise errors.ConnectionError_(f"connection to {self.addr} is closed")
         self._hold(self._conn.send(self._conn.new_request(code, ext_fields, body, oneway=True)))
 
+    def start_json_oneway(self, code: int, ext_json: str) -> None:
+        """``start_oneway`` without a body, with the extFields already rendered as JSON text."""
+        if self._closed:
+            raise errors.ConnectionError_(f"connection to {self.addr} is closed")
+        self._hold(self._conn.send_json_oneway(code, ext_json))
+
     def _hold(self, data: bytes) -> None:
         """Queue ``data`` for the write at the end of this loop turn."""
         if not self._held:

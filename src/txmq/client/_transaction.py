@@ -37,6 +37,8 @@ from txmq.common.message import Message, MessageType, MessageView, SendResult
 
 log = logging.getLogger(__name__)
 
+_IS_ASYNC_MAX = 64  # listener callables remembered as coroutine functions or not
+
 _DECISION = {
     LocalTransactionState.COMMIT_MESSAGE: True,
     LocalTransactionState.ROLLBACK_MESSAGE: False,
@@ -110,6 +112,7 @@ class TransactionProducer(Producer):
         self._check_pool = concurrent.futures.ThreadPoolExecutor(check_workers, "txmq-check")
         self._max_pending_checks = max_pending_checks
         self._checks: set[asyncio.Task[None]] = set()
+        self._is_async: dict[object, bool] = {}
 
     async def start(self) -> None:
         self.transport.set_check_handler(self._on_check)
@@ -132,7 +135,14 @@ class TransactionProducer(Producer):
 
     # ---- running listener code --------------------------------------------------------------------
     async def _run(self, pool: concurrent.futures.Executor, fn: Callable[..., Any], *args: Any) -> Any:
-        if inspect.iscoroutinefunction(fn):
+        # whether a bound method is a coroutine function is its function's: asked once, not per call
+        key = getattr(fn, "__func__", fn)
+        is_async = self._is_async.get(key)
+        if is_async is None:
+            if len(self._is_async) >= _IS_ASYNC_MAX:
+                self._is_async.clear()
+            is_async = self._is_async[key] = inspect.iscoroutinefunction(fn)
+        if is_async:
             return await fn(*args)
         # ``run_in_executor`` without its chained concurrent future: the worker hands the outcome to
         # the loop itself (one call_soon_threadsafe), which is what a transaction waits on
