@@ -465,6 +465,26 @@ class RemotingTransport:
         future.add_done_callback(answered)
         return True
 
+    def start_send_request(
+        self, mq: MessageQueue, message: Message, *, producer_group: str, timeout_s: float
+    ) -> tuple[asyncio.Future[RemotingCommand], str] | None:
+        """``start_send`` for a caller that awaits the answer itself: the channel's future of the
+        response and the message id (``send_result`` turns them into the ``SendResult``, or raises what
+        the response code means); None (nothing sent) when there is no open connection yet. No done
+        callback, no second future between the read callback and the awaiting task."""
+        addr = self._broker_addrs.get(mq.broker_name)
+        channel = None if addr is None else self._pool.open_channel(addr)
+        if channel is None:
+            return None
+        ext_json, body, message_id = self._single_request(mq, message, producer_group, mq.queue_id)
+        future = channel.start_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s)
+        return future, message_id
+
+    @staticmethod
+    def send_result(mq: MessageQueue, message_id: str, response: RemotingCommand) -> SendResult:
+        """The ``SendResult`` of a ``start_send_request`` to ``mq`` answered with ``response``."""
+        return _send_results(mq, [message_id], response)[0]
+
     async def send_oneway(self, mq: MessageQueue | None, message: Message, *, producer_group: str) -> None:
         target = mq or await self._any_mq(message.topic)
         code, ext, body, _ = self._send_request(

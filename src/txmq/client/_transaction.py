@@ -29,11 +29,12 @@ from typing import Any
 from txmq.client._backoff import ClientStatus
 from txmq.client._factory import TransportName
 from txmq.client._producer import Producer
+from txmq.client._remoting import RemotingTransport
 from txmq.client._selectors import entry_bytes
 from txmq.client._transport import CheckRequest, TransactionRef, Transport
 from txmq.client.transaction_state import LocalTransactionState, TransactionListener
 from txmq.common import errors, msgid
-from txmq.common.message import Message, MessageType, MessageView, SendResult
+from txmq.common.message import Message, MessageQueue, MessageType, MessageView, SendResult
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +197,8 @@ class TransactionProducer(Producer):
         queues = self.transport.cached_write_queues(message.topic) if message.message_group is None else None
         if queues:
             mq = queues[next(self._round_robin) % len(queues)]
+            if isinstance(self.transport, RemotingTransport):  # awaits the channel's future itself
+                return await self._first_half_remoting(self.transport, mq, message)
             future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
 
             def done(result: SendResult | None, error: BaseException | None) -> None:
@@ -216,6 +219,25 @@ class TransactionProducer(Producer):
                         await self._send_with_retries([message], None, None, None, self.send_timeout_s, 1)
                     )[0]
         return (await self._send_with_retries([message], None, None, None, self.send_timeout_s))[0]
+
+    async def _first_half_remoting(
+        self, transport: RemotingTransport, mq: MessageQueue, message: Message
+    ) -> SendResult:
+        """``_first_half``'s first attempt over remoting: the response's future is awaited here and
+        read into the result in this task (one wake-up, no callback hop and second future)."""
+        try:
+            started = transport.start_send_request(
+                mq, message, producer_group=self.group, timeout_s=self.send_timeout_s
+            )
+        except errors.TxmqError:
+            started = None  # not sent; the general way below sends it and reports what fails
+        if started is None:
+            return (await self._send_with_retries([message], None, None, None, self.send_timeout_s))[0]
+        try:
+            return transport.send_result(mq, started[1], await started[0])
+        except errors.TxmqError as exc:
+            await self._before_retry(exc, 0, mq, message.topic)
+            return (await self._send_with_retries([message], None, None, None, self.send_timeout_s, 1))[0]
 
     async def end(self, half: SendResult, view: MessageView, state: LocalTransactionState) -> None:
         """Tell the broker the outcome (nothing is sent for ``UNKNOW``: the check-back decides)."""
