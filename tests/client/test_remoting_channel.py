@@ -191,3 +191,66 @@ async def test_answered_requests_behind_an_unanswered_one_do_not_pile_up() -> No
     finally:
         await channel.close()
         await server.close()
+
+
+async def test_responses_arrive_through_the_protocol_callback_without_a_read_task() -> None:
+    """The channel is its connection's protocol: no stream reader and no task per connection wait
+    for bytes (one task wake-up fewer per response)."""
+    recorder = Recorder()
+    server = await serve("127.0.0.1", 0, recorder.handle)
+    before = asyncio.all_tasks()
+    channel = await RemotingChannel.open(f"127.0.0.1:{server.port}")
+    try:
+        assert isinstance(channel, asyncio.Protocol)
+        assert asyncio.all_tasks() - before == set()
+        response = await channel.request(REQUEST, {"n": "1"}, timeout_s=5)
+        assert response.code == ResponseCode.SUCCESS
+    finally:
+        await channel.close()
+        await server.close()
+
+
+class _NotReading(asyncio.Protocol):
+    """A peer that stops reading at once, until ``resume``; counts the bytes it got."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.received = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.transport.pause_reading()  # type: ignore[union-attr]
+
+    def data_received(self, data: bytes) -> None:
+        self.received += len(data)
+
+
+async def test_a_request_waits_for_a_full_socket_buffer_to_drain_then_is_written_whole() -> None:
+    peers: list[_NotReading] = []
+
+    def factory() -> _NotReading:
+        peers.append(_NotReading())
+        return peers[-1]
+
+    server = await asyncio.get_running_loop().create_server(factory, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    channel = await RemotingChannel.open(f"127.0.0.1:{port}")
+    body = b"x" * (8 << 20)  # far beyond the socket buffers and the 1 MiB drain mark
+    task = asyncio.get_running_loop().create_task(channel.request(REQUEST, {}, body, timeout_s=30))
+    try:
+        await asyncio.sleep(0.3)
+        assert not task.done()  # still waiting for the buffer to drain (the peer does not read)
+        assert peers[0].transport is not None
+        peers[0].transport.resume_reading()
+        for _ in range(500):
+            if peers[0].received >= len(body):
+                break
+            await asyncio.sleep(0.01)
+        assert peers[0].received >= len(body)  # every byte written once the peer read again
+        assert channel.is_open and not task.done()  # now waiting for the answer, which never comes
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await channel.close()
+        server.close()

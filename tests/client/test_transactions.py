@@ -11,6 +11,8 @@ from tests.client.broker import BrokerProcess
 from tests.client.helpers import wait_until
 from tests.client.test_producer import read_all
 from txmq.client import LocalTransactionState, Message, MessageView, TransactionProducer
+from txmq.client._remoting import RemotingTransport
+from txmq.client._transaction import half_view
 from txmq.common import errors
 
 
@@ -157,3 +159,28 @@ def test_transactional_copy_keeps_every_field() -> None:
     assert {f.name for f in dataclasses.fields(Message)} == set(values)  # a new field: add it above
     message = Message(**values)
     assert _transactional(message) == dataclasses.replace(message, transactional=True)
+
+
+async def test_remoting_half_is_started_in_place_and_awaited_on_the_channels_future(
+    broker: BrokerProcess, unique: str
+) -> None:
+    """Over remoting the half's first attempt hands back the channel's response future (no done
+    callback, no second future); its result is the half's SendResult, transaction id included, and a
+    transaction sent that way commits as any other."""
+    async with TransactionProducer(f"pg{unique}", Listener(), broker.namesrv) as producer:
+        committed, state = await producer.send_message_in_transaction(
+            Message(unique, b"in-place"), LocalTransactionState.COMMIT_MESSAGE
+        )  # the first opens the broker's connection (before it, start_send_request declines: None)
+        assert committed.transaction_id and state is LocalTransactionState.COMMIT_MESSAGE
+        transport = producer.transport
+        assert isinstance(transport, RemotingTransport)
+        [mq, *_] = await transport.route(unique, for_write=True)
+        message = Message(unique, b"direct", transactional=True)
+        started = transport.start_send_request(mq, message, producer_group=producer.group, timeout_s=3)
+        assert started is not None
+        future, message_id = started
+        half = transport.send_result(mq, message_id, await future)
+        assert half.message_id == message_id and half.transaction_id and half.queue == mq
+        await producer.end(half, half_view(message, half), LocalTransactionState.COMMIT_MESSAGE)
+        got = await read_all(broker, unique, 2)
+    assert sorted(m.body for m in got) == [b"direct", b"in-place"]

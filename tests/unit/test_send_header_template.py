@@ -64,3 +64,40 @@ def test_pre_rendered_header_frames_equal_the_generic_ones(
         assert opaque == 41 and conn.pending == {41: RequestCode.SEND_MESSAGE_V2}
         born = int(frame.decode(data).ext_fields["g"])
         assert data == _generic_frame(mq, group, queue_id, message, born, mid)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    group=st.one_of(st.just(""), _name),
+    topic=_name,
+    queue_id=st.integers(-1, 1023),
+    transactional=st.booleans(),
+    body=st.binary(max_size=64),
+)
+def test_plain_messages_take_the_property_template_and_give_the_generic_frames(
+    group: str, topic: str, queue_id: int, transactional: bool, body: bytes
+) -> None:
+    """A message with no tags, keys, user properties, group or delay (every transaction's half in the
+    benchmarks) has its properties laid from a template per producer group: the same frame."""
+    transport = RemotingTransport("127.0.0.1:9876")
+    mq = MessageQueue(topic, max(queue_id, 0), "broker-a")
+    message = Message(topic, body, transactional=transactional)
+    assert transport._headers.plain_properties(group, transactional) is not None
+    for _ in range(2):
+        ext_json, sent_body, mid = transport._single_request(mq, message, group, queue_id)
+        conn = RemotingConnection(first_opaque=41)
+        _, data = conn.send_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, sent_body)
+        born = int(frame.decode(data).ext_fields["g"])
+        assert data == _generic_frame(mq, group, queue_id, message, born, mid)
+
+
+def test_a_template_that_does_not_split_once_falls_back_to_the_general_way() -> None:
+    transport = RemotingTransport("127.0.0.1:9876")
+    assert transport._headers.plain_properties("a<ID>b", True) is None  # no valid group holds "<"
+    mq = MessageQueue("t", 0, "broker-a")
+    message = Message("t", b"x", transactional=True)
+    ext_json, sent_body, mid = transport._single_request(mq, message, "a<ID>b", 0)
+    conn = RemotingConnection(first_opaque=41)
+    _, data = conn.send_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, sent_body)
+    born = int(frame.decode(data).ext_fields["g"])
+    assert data == _generic_frame(mq, "a<ID>b", 0, message, born, mid)

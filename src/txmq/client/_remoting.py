@@ -94,6 +94,24 @@ def _end_fields(
     return header.to_ext_fields()
 
 
+def _end_json(ref: TransactionRef, producer_group: str, commit: bool | None, from_check: bool) -> str:
+    """``_end_fields`` rendered as the JSON header writes extFields (tests/unit/test_remoting_end.py
+    holds them to the same frame bytes): one format instead of a header dataclass, its field table
+    walk and a dict per END_TRANSACTION. Raises ``TypeError`` for a reference whose texts are not
+    ``str`` (then ``_end_fields`` goes the general way)."""
+    offset = ref.commit_log_offset
+    if offset < 0 and ref.offset_message_id:
+        parsed = msgid.parse_offset_message_id(ref.offset_message_id)
+        offset = parsed[2] if parsed else -1
+    return (
+        f'{{"producerGroup":{json_quote(producer_group)},"tranStateTableOffset":"{int(ref.queue_offset)}",'
+        f'"commitLogOffset":"{int(offset)}","commitOrRollback":"{int(_DECISION[commit])}",'
+        f'"msgId":{json_quote(ref.message_id)},"topic":{json_quote(ref.topic)},'
+        f'"fromTransactionCheck":"{"true" if from_check else "false"}",'
+        f'"transactionId":{json_quote(ref.transaction_id)}}}'
+    )
+
+
 def new_client_id() -> str:
     """``host@pid@index@base36-time``, the shape RocketMQ clients use."""
     try:
@@ -396,9 +414,19 @@ class RemotingTransport:
         """``_send_request`` of one message with the header rendered as JSON text: its constant
         fields once per queue (``_SendHeaders``), only the time and the properties per message."""
         now = int(time.time() * 1000)
+        head, tail = self._headers.parts(producer_group, mq, queue_id, conv.sys_flag_of(message))
+        if message.message_id is None and _plain(message):
+            plain = self._headers.plain_properties(producer_group, message.transactional)
+            if plain is not None:
+                # our own id (hex: nothing to escape) between the group's quoted property text parts
+                message_id = msgid.new_message_id(now)
+                return (
+                    f"{head}{now}{_BORN_TO_PROPERTIES}{plain[0]}{message_id}{plain[1]}{tail}",
+                    bytes(message.body),
+                    message_id,
+                )
         message_id = message.message_id or msgid.new_message_id(now)
         properties = _props_text(conv.message_properties(message, message_id, producer_group))
-        head, tail = self._headers.parts(producer_group, mq, queue_id, conv.sys_flag_of(message))
         return (
             f"{head}{now}{_BORN_TO_PROPERTIES}{json_quote(properties)}{tail}",
             bytes(message.body),
@@ -452,6 +480,26 @@ class RemotingTransport:
         future.add_done_callback(answered)
         return True
 
+    def start_send_request(
+        self, mq: MessageQueue, message: Message, *, producer_group: str, timeout_s: float
+    ) -> tuple[asyncio.Future[RemotingCommand], str] | None:
+        """``start_send`` for a caller that awaits the answer itself: the channel's future of the
+        response and the message id (``send_result`` turns them into the ``SendResult``, or raises what
+        the response code means); None (nothing sent) when there is no open connection yet. No done
+        callback, no second future between the read callback and the awaiting task."""
+        addr = self._broker_addrs.get(mq.broker_name)
+        channel = None if addr is None else self._pool.open_channel(addr)
+        if channel is None:
+            return None
+        ext_json, body, message_id = self._single_request(mq, message, producer_group, mq.queue_id)
+        future = channel.start_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s)
+        return future, message_id
+
+    @staticmethod
+    def send_result(mq: MessageQueue, message_id: str, response: RemotingCommand) -> SendResult:
+        """The ``SendResult`` of a ``start_send_request`` to ``mq`` answered with ``response``."""
+        return _send_results(mq, [message_id], response)[0]
+
     async def send_oneway(self, mq: MessageQueue | None, message: Message, *, producer_group: str) -> None:
         target = mq or await self._any_mq(message.topic)
         code, ext, body, _ = self._send_request(
@@ -485,8 +533,14 @@ class RemotingTransport:
         channel = None if addr is None else self._pool.open_channel(addr)
         if channel is None:
             return False
-        ext = _end_fields(ref, producer_group, commit, from_check)
-        channel.start_oneway(RequestCode.END_TRANSACTION, ext)
+        try:
+            ext_json = _end_json(ref, producer_group, commit, from_check)
+        except TypeError:
+            channel.start_oneway(
+                RequestCode.END_TRANSACTION, _end_fields(ref, producer_group, commit, from_check)
+            )
+        else:
+            channel.start_json_oneway(RequestCode.END_TRANSACTION, ext_json)
         return True
 
     async def end_transaction_acked(
@@ -653,6 +707,22 @@ def _no_pop() -> errors.Unsupported:
     )
 
 
+_ID_MARK = "<ID>"  # stands for the message id in a plain message's property template (no group has "<")
+
+
+def _plain(message: Message) -> bool:
+    """A message whose properties are only its id, the transaction flag and the producer group."""
+    return (
+        not message.properties
+        and not message.tags
+        and not message.keys
+        and message.message_group is None
+        and not message.delay_level
+        and message.delivery_timestamp_ms is None
+        and message.check_immunity_s is None
+    )
+
+
 _BORN_TO_PROPERTIES = '","h":"0","i":'  # the SEND_MESSAGE_V2 header between born time and properties
 
 
@@ -663,7 +733,23 @@ class _SendHeaders:
 
     def __init__(self, max_entries: int = 4096) -> None:
         self._parts: dict[tuple[str, str, int, int, str], tuple[str, str]] = {}
+        self._plain: dict[tuple[str, bool], tuple[str, str] | None] = {}
         self._max_entries = max_entries
+
+    def plain_properties(self, producer_group: str, transactional: bool) -> tuple[str, str] | None:
+        """The properties field of a plain message (``_plain``) as quoted JSON text around its message
+        id: ``json_quote(_props_text(conv.message_properties(...)))`` split where the id goes; None
+        when that text does not split once (then the caller goes the general way)."""
+        key = (producer_group, transactional)
+        parts = self._plain.get(key)
+        if parts is None:
+            if len(self._plain) >= self._max_entries:
+                self._plain.clear()
+            template = Message("t", b"", transactional=transactional)
+            quoted = json_quote(_props_text(conv.message_properties(template, _ID_MARK, producer_group)))
+            before, mark, after = quoted.partition(_ID_MARK)
+            parts = self._plain[key] = (before, after) if mark and _ID_MARK not in after else None
+        return parts
 
     def parts(self, producer_group: str, mq: MessageQueue, queue_id: int, sys_flag: int) -> tuple[str, str]:
         key = (producer_group, mq.topic, queue_id, sys_flag, mq.broker_name)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -47,7 +46,6 @@ log = logging.getLogger(__name__)
 RequestHandler = Callable[["RemotingChannel", RemotingCommand], Awaitable[RemotingCommand | None]]
 ConnectHook = Callable[["RemotingChannel"], Awaitable[None]]
 
-_READ_BYTES: Final = 256 * 1024
 _DRAIN_ABOVE_BYTES: Final = 1 << 20
 _DEADLINE_SLACK: Final = 1024  # answered entries a deadline queue may hold beyond twice those in flight
 
@@ -60,19 +58,15 @@ def split_addr(addr: str) -> tuple[str, int]:
     return host, int(port)
 
 
-class RemotingChannel:
-    """One open connection; create with :meth:`open`."""
+class RemotingChannel(asyncio.Protocol):
+    """One open connection; create with :meth:`open`.
 
-    def __init__(
-        self,
-        addr: str,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        on_request: RequestHandler | None,
-    ) -> None:
+    The channel is the connection's ``asyncio.Protocol``: bytes go from ``data_received`` straight into
+    the sans-IO connection and its events, with no stream reader, read task or wake-up per read."""
+
+    def __init__(self, addr: str, on_request: RequestHandler | None) -> None:
         self.addr = addr
-        self._reader = reader
-        self._writer = writer
+        self._transport: asyncio.Transport | None = None
         self._on_request = on_request
         self._conn = RemotingConnection()
         self._futures: dict[int, asyncio.Future[RemotingCommand]] = {}
@@ -86,18 +80,70 @@ class RemotingChannel:
         self._loop = asyncio.get_running_loop()
         self.answered = False  # a response arrived: the peer behind this socket really serves
         self._heard_at = self._loop.time()  # when bytes last arrived (or the connection opened)
-        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        self._lost: asyncio.Future[None] = self._loop.create_future()  # set by connection_lost
+        self._paused = False  # the transport's buffer is above its high-water mark
+        self._drained: asyncio.Future[None] | None = None  # a writer waiting for resume_writing
 
     @classmethod
     async def open(
         cls, addr: str, *, on_request: RequestHandler | None = None, timeout_s: float = 3.0
     ) -> RemotingChannel:
         host, port = split_addr(addr)
+        channel = cls(addr, on_request)
+        loop = asyncio.get_running_loop()
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+            await asyncio.wait_for(loop.create_connection(lambda: channel, host, port), timeout_s)
         except (OSError, TimeoutError) as exc:
             raise errors.ConnectionError_(f"cannot connect to {addr}: {exc}") from None
-        return cls(addr, reader, writer, on_request)
+        return channel
+
+    # ---- asyncio.Protocol ----------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # a stream transport (uvloop's is not a subclass)
+        self._heard_at = self._loop.time()
+
+    def data_received(self, data: bytes) -> None:
+        self._heard_at = self._loop.time()
+        try:
+            self._conn.receive_data(data)
+            if not self._drain_events():
+                self._fail("closed by the peer")
+        except errors.ProtocolError as exc:
+            self._fail(f"{type(exc).__name__}: {exc}")
+
+    def eof_received(self) -> bool:
+        try:
+            self._conn.receive_data(b"")
+            self._drain_events()
+        except errors.ProtocolError as exc:
+            self._fail(f"{type(exc).__name__}: {exc}")
+        self._fail("closed by the peer")
+        return False  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail("closed by the peer" if exc is None else f"{type(exc).__name__}: {exc}")
+        self._paused = False
+        self._wake_writer()
+        if not self._lost.done():
+            self._lost.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake_writer()
+
+    def _wake_writer(self) -> None:
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def _out(self) -> asyncio.Transport:
+        transport = self._transport
+        if transport is None:  # connection_made runs before open() returns
+            raise errors.ConnectionError_(f"connection to {self.addr} is not open")
+        return transport
 
     @property
     def is_open(self) -> bool:
@@ -112,13 +158,13 @@ class RemotingChannel:
     ) -> RemotingCommand:
         """Send a request and await its response (any response code; the caller interprets it)."""
         future = self.start_request(code, ext_fields, body, timeout_s=timeout_s)
-        if self._writer.transport.get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
+        if self._out().get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
             await self._write(b"")
         return await future
 
     async def answer(self, future: asyncio.Future[RemotingCommand]) -> RemotingCommand:
         """Await the response of a ``start_json_request`` (after the socket buffer drained, if large)."""
-        if self._writer.transport.get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
+        if self._out().get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
             await self._write(b"")
         return await future
 
@@ -156,7 +202,7 @@ class RemotingChannel:
             self._hold(data)
             return future
         try:
-            self._writer.write(data)
+            self._out().write(data)
         except (OSError, RuntimeError) as exc:
             self._fail(f"write failed: {exc}")
             future.exception()  # failed just above; raised here instead
@@ -234,6 +280,12 @@ class RemotingChannel:
             raise errors.ConnectionError_(f"connection to {self.addr} is closed")
         self._hold(self._conn.send(self._conn.new_request(code, ext_fields, body, oneway=True)))
 
+    def start_json_oneway(self, code: int, ext_json: str) -> None:
+        """``start_oneway`` without a body, with the extFields already rendered as JSON text."""
+        if self._closed:
+            raise errors.ConnectionError_(f"connection to {self.addr} is closed")
+        self._hold(self._conn.send_json_oneway(code, ext_json))
+
     def _hold(self, data: bytes) -> None:
         """Queue ``data`` for the write at the end of this loop turn."""
         if not self._held:
@@ -247,7 +299,7 @@ class RemotingChannel:
         data = b"".join(held) if len(held) > 1 else held[0]
         held.clear()
         try:
-            self._writer.write(data)
+            self._out().write(data)
         except (OSError, RuntimeError) as exc:
             self._fail(f"write failed: {exc}")
 
@@ -263,29 +315,18 @@ class RemotingChannel:
             data = b"".join(self._held)
             self._held.clear()
         try:
+            transport = self._out()
             if data:
-                self._writer.write(data)
-            transport = self._writer.transport
-            if transport.get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
-                await self._writer.drain()
+                transport.write(data)
+            if transport.get_write_buffer_size() > _DRAIN_ABOVE_BYTES and self._paused and not self._closed:
+                if self._drained is None:
+                    self._drained = self._loop.create_future()
+                await self._drained
         except (OSError, RuntimeError) as exc:
             self._fail(f"write failed: {exc}")
             raise errors.ConnectionError_(f"connection to {self.addr} failed: {exc}") from None
-
-    async def _read_loop(self) -> None:
-        reason = "closed by the peer"
-        try:
-            while True:
-                data = await self._reader.read(_READ_BYTES)
-                self._heard_at = self._loop.time()
-                self._conn.receive_data(data)
-                if not self._drain_events():
-                    break
-        except asyncio.CancelledError:
-            reason = "closed locally"
-        except (OSError, errors.ProtocolError) as exc:
-            reason = f"{type(exc).__name__}: {exc}"
-        self._fail(reason)
+        if self._closed:
+            raise errors.ConnectionError_(f"connection to {self.addr} is closed")
 
     def _drain_events(self) -> bool:
         while True:
@@ -333,17 +374,15 @@ class RemotingChannel:
         for future in futures.values():
             if not future.done():
                 future.set_exception(errors.ConnectionError_(f"connection to {self.addr} {reason}"))
-        self._writer.close()
+        if self._transport is not None:
+            self._transport.close()
 
     async def close(self) -> None:
         """Close; held oneway frames are written first, pending requests fail with ``ConnectionError_``."""
         self._write_held()
         self._fail("closed locally")
-        self._read_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, OSError):
-            await self._read_task
-        with contextlib.suppress(OSError, ConnectionError):
-            await self._writer.wait_closed()
+        if self._transport is not None:
+            await asyncio.shield(self._lost)  # the transport has flushed and closed its socket
 
 
 class ChannelPool:

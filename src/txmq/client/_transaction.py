@@ -29,13 +29,16 @@ from typing import Any
 from txmq.client._backoff import ClientStatus
 from txmq.client._factory import TransportName
 from txmq.client._producer import Producer
+from txmq.client._remoting import RemotingTransport
 from txmq.client._selectors import entry_bytes
 from txmq.client._transport import CheckRequest, TransactionRef, Transport
 from txmq.client.transaction_state import LocalTransactionState, TransactionListener
 from txmq.common import errors, msgid
-from txmq.common.message import Message, MessageType, MessageView, SendResult
+from txmq.common.message import Message, MessageQueue, MessageType, MessageView, SendResult
 
 log = logging.getLogger(__name__)
+
+_IS_ASYNC_MAX = 64  # listener callables remembered as coroutine functions or not
 
 _DECISION = {
     LocalTransactionState.COMMIT_MESSAGE: True,
@@ -110,6 +113,7 @@ class TransactionProducer(Producer):
         self._check_pool = concurrent.futures.ThreadPoolExecutor(check_workers, "txmq-check")
         self._max_pending_checks = max_pending_checks
         self._checks: set[asyncio.Task[None]] = set()
+        self._is_async: dict[object, bool] = {}
 
     async def start(self) -> None:
         self.transport.set_check_handler(self._on_check)
@@ -132,7 +136,14 @@ class TransactionProducer(Producer):
 
     # ---- running listener code --------------------------------------------------------------------
     async def _run(self, pool: concurrent.futures.Executor, fn: Callable[..., Any], *args: Any) -> Any:
-        if inspect.iscoroutinefunction(fn):
+        # whether a bound method is a coroutine function is its function's: asked once, not per call
+        key = getattr(fn, "__func__", fn)
+        is_async = self._is_async.get(key)
+        if is_async is None:
+            if len(self._is_async) >= _IS_ASYNC_MAX:
+                self._is_async.clear()
+            is_async = self._is_async[key] = inspect.iscoroutinefunction(fn)
+        if is_async:
             return await fn(*args)
         # ``run_in_executor`` without its chained concurrent future: the worker hands the outcome to
         # the loop itself (one call_soon_threadsafe), which is what a transaction waits on
@@ -186,6 +197,8 @@ class TransactionProducer(Producer):
         queues = self.transport.cached_write_queues(message.topic) if message.message_group is None else None
         if queues:
             mq = queues[next(self._round_robin) % len(queues)]
+            if isinstance(self.transport, RemotingTransport):  # awaits the channel's future itself
+                return await self._first_half_remoting(self.transport, mq, message)
             future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
 
             def done(result: SendResult | None, error: BaseException | None) -> None:
@@ -206,6 +219,25 @@ class TransactionProducer(Producer):
                         await self._send_with_retries([message], None, None, None, self.send_timeout_s, 1)
                     )[0]
         return (await self._send_with_retries([message], None, None, None, self.send_timeout_s))[0]
+
+    async def _first_half_remoting(
+        self, transport: RemotingTransport, mq: MessageQueue, message: Message
+    ) -> SendResult:
+        """``_first_half``'s first attempt over remoting: the response's future is awaited here and
+        read into the result in this task (one wake-up, no callback hop and second future)."""
+        try:
+            started = transport.start_send_request(
+                mq, message, producer_group=self.group, timeout_s=self.send_timeout_s
+            )
+        except errors.TxmqError:
+            started = None  # not sent; the general way below sends it and reports what fails
+        if started is None:
+            return (await self._send_with_retries([message], None, None, None, self.send_timeout_s))[0]
+        try:
+            return transport.send_result(mq, started[1], await started[0])
+        except errors.TxmqError as exc:
+            await self._before_retry(exc, 0, mq, message.topic)
+            return (await self._send_with_retries([message], None, None, None, self.send_timeout_s, 1))[0]
 
     async def end(self, half: SendResult, view: MessageView, state: LocalTransactionState) -> None:
         """Tell the broker the outcome (nothing is sent for ``UNKNOW``: the check-back decides)."""

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from txmq.common.fastinit import slot_init
 from txmq.common.message import Message, MessageQueue, MessageView, SendResult
 
 
@@ -77,6 +78,7 @@ class ConsumerInfo:
     max_attempts: int = 17
 
 
+@slot_init  # one is built per transaction's END_TRANSACTION
 @dataclass(frozen=True, slots=True)
 class TransactionRef:
     """What ``end_transaction`` needs to name a half message, on either protocol."""

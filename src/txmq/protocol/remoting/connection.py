@@ -176,6 +176,21 @@ class RemotingConnection:
         pending[opaque] = code
         return opaque, data
 
+    def send_json_oneway(self, code: int, ext_json: str) -> bytes:
+        """``send(new_request(code, ext, oneway=True))`` for a JSON connection, with the extFields
+        already rendered (``ext_json``) and no body: the frame's bytes (nothing becomes pending)."""
+        if self.serialize_type is not SerializeType.JSON:
+            raise LocalProtocolError("a pre-rendered JSON header needs a JSON connection")
+        if self._state is not ConnectionState.OPEN:
+            self._check_usable()  # raises in ERROR
+            raise LocalProtocolError("cannot send on a closed connection")
+        pending = self._pending
+        opaque = self._next_opaque
+        while opaque in pending:
+            opaque = (opaque + 1) & _OPAQUE_MAX
+        self._next_opaque = (opaque + 1) & _OPAQUE_MAX
+        return frame.encode_json_request(code, self.language, self.version, opaque, RPC_ONEWAY, ext_json, b"")
+
     def send(self, cmd: RemotingCommand) -> bytes:
         """The bytes for ``cmd``; a two-way request becomes pending until its response arrives."""
         if self._state is not ConnectionState.OPEN:
