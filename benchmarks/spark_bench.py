@@ -12,6 +12,7 @@ Starts a broker subprocess (async flush), creates a topic with ``--queues`` queu
 
     python benchmarks/spark_bench.py [--messages 200000] [--size 1024] [--queues 4] [--rounds 2]
         [--min-partitions 0,8]   # each mode also with the read cut into >= N tasks (0: one per queue)
+        [--tiny-reads 2]         # then reads of 10 messages per queue: a query's fixed wall and CPU cost
 """
 
 from __future__ import annotations
@@ -221,6 +222,12 @@ def main() -> None:
     )
     parser.add_argument("--no-raw", action="store_true", help="skip the pull-without-Spark reference")
     parser.add_argument(
+        "--tiny-reads",
+        type=int,
+        default=2,
+        help="after the rounds, time this many reads of 10 messages per queue: a query's fixed cost",
+    )
+    parser.add_argument(
         "--raw-only", action="store_true", help="only the pull-without-Spark reference (with broker CPU/msg)"
     )
     parser.add_argument("--src", help="the txmq sources to read with (another checkout's src, for A/B)")
@@ -315,6 +322,15 @@ def main() -> None:
                     print(f"round {r + 1} {label:9s}: {args.messages} in {secs:.2f} s = {rate:,.0f} msg/s, "
                           f"CPU us/msg: Python workers {workers:.1f}, JVM {jvm:.1f}, "
                           f"broker {brk:.1f}, total {workers + jvm + brk:.1f}")  # fmt: skip
+            for _ in range(args.tiny_reads):
+                t0, (workers, jvm), brk = time.perf_counter(), spark_cpu(broker), broker_cpu(broker)
+                small = warm.option("endingOffsets", json.dumps(tiny)).load()
+                small.write.format("noop").mode("overwrite").save()
+                secs = time.perf_counter() - t0
+                workers_after, jvm_after = spark_cpu(broker)
+                print(f"fixed cost, a read of {10 * args.queues} messages: {secs:.2f} s; CPU s: "
+                      f"Python workers {workers_after - workers:.2f}, JVM {jvm_after - jvm:.2f}, "
+                      f"broker {broker_cpu(broker) - brk:.2f}")  # fmt: skip
             for mode, rates in results.items():
                 print(f"median {mode:9s}: {statistics.median(rates):,.0f} msg/s, Python workers "
                       f"{statistics.median(worker_cpus[mode]):.1f} us/msg, all processes "

@@ -163,6 +163,48 @@ def test_pull_columns_reads_the_range_and_drops_the_pull_ahead_when_the_caller_s
         assert [list(b[6]) for b in session.pull_columns(off.QueueRange(topic, 0, 9, 10))] == [[b"m9"]]
 
 
+def test_pull_arrow_joins_consecutive_pulls_into_one_batch_with_the_same_rows(
+    source: Any, spark_broker: BrokerProcess
+) -> None:
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from txmq.spark import options as opt
+    from txmq.spark import rows
+    from txmq.spark.fetch import Session
+
+    topic = new_topic(spark_broker, queues=1)
+    produce(spark_broker, topic, [f"m{i}" for i in range(10)], tags="a")
+    produce(spark_broker, topic, ["n0", "n1"], tags="b")
+    schema = to_arrow_schema(source.spark_schema(), timezone="UTC")
+    for tags, expected in ((None, [f"m{i}" for i in range(1, 10)] + ["n0"]), ("b", ["n0"])):
+        options = {"endpoints": spark_broker.namesrv, "topic": topic, "pullBatchSize": "3"}
+        opts = opt.parse(options if tags is None else {**options, "tags": tags}, streaming=False)
+        with Session(opts) as session:
+            rng = off.QueueRange(topic, 0, 1, 11)
+            batches = list(session.pull_arrow(rng, schema))
+            columns = list(session.pull_columns(rng))
+        # four pulls of at most 3 messages, one Arrow batch: the rows of the column path, in order
+        assert [b.num_rows for b in batches] == [len(expected)]
+        assert batches[0].column("body").to_pylist() == [m.encode() for m in expected]
+        parts = [rows.arrow_of(c, schema) for c in columns]
+        assert pa.Table.from_batches(batches).equals(pa.Table.from_batches(parts, schema).combine_chunks())
+
+
+def test_joined_pull_bodies_keep_their_order_and_size() -> None:
+    from txmq.client._transport import PullStatus, RawPullBatch
+    from txmq.spark.fetch import _joined
+
+    def raw(body: bytes) -> RawPullBatch:
+        return RawPullBatch(PullStatus.FOUND if body else PullStatus.NO_MATCHED_MESSAGE, body, 0, 0, 0)
+
+    bodies = [b"ab", b"", b"cde", b"f", b"", b"ghij", b"k"]
+    assert list(_joined(iter(map(raw, bodies)), 4)) == [b"abcde", b"fghij", b"k"]
+    assert list(_joined(iter(map(raw, bodies)), 1)) == [b"ab", b"cde", b"f", b"ghij", b"k"]
+    assert list(_joined(iter(map(raw, bodies)), 100)) == [b"abcdefghijk"]
+    assert list(_joined(iter([raw(b"")]), 4)) == []
+
+
 def test_a_batch_start_after_its_end_is_an_error_naming_the_queue(
     source: Any, spark_broker: BrokerProcess
 ) -> None:

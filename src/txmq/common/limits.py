@@ -109,6 +109,9 @@ transaction_check_batch_max: Final = 1_000  # half messages examined per check r
 transaction_half_cache_max: Final = 4_096
 transaction_half_cache_bytes_max: Final = 64 * MiB  # their bodies and properties together
 
+# Spark source (txmq.spark.fetch): consecutive pull bodies joined into one Arrow batch up to this size
+spark_arrow_batch_bytes: Final = 4 * MiB
+
 # Spark sink (txmq.spark.sink)
 spark_sink_sends_in_flight: Final = 256  # half messages one executor task has on the wire at once
 spark_sink_ends_in_flight: Final = 512  # END_TRANSACTIONs the driver's commit has on the wire at once

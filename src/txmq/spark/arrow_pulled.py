@@ -22,16 +22,17 @@ holds both to equal batches.
 
 from __future__ import annotations
 
-import struct
 from typing import Any, Final
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.lib.stride_tricks import sliding_window_view
 
 from txmq.common import msgid
 from txmq.common import properties as props
 from txmq.protocol.remoting.message_codec import _V6_FLAGS, MAGIC_V1, MAGIC_V2
+from txmq.spark.rows import record_starts
 
 # The V4 record header (``message_codec._V4_FIXED``, 88 bytes) as a numpy record.
 _HEADER: Final = np.dtype(
@@ -44,32 +45,12 @@ _HEADER: Final = np.dtype(
 )  # fmt: skip
 _FIXED: Final = _HEADER.itemsize
 assert _FIXED == 88
-_SPAN: Final = np.arange(_FIXED, dtype=np.int64)
-_TOTAL = struct.Struct(">i").unpack_from
 _STAMP_MAX: Final = (2**63 - 1) // 1000  # milliseconds whose microseconds fit an int64
 _SYSTEM: Final = props.SYSTEM_KEYS
 
 
 class Unsupported(Exception):
     """The body holds something only the reference path covers exactly."""
-
-
-def _starts(body: Any, size: int) -> list[int]:
-    starts: list[int] = []
-    append = starts.append
-    pos = 0
-    try:
-        while pos < size:
-            append(pos)
-            total = _TOTAL(body, pos)[0]
-            if total < _FIXED:
-                raise Unsupported
-            pos += total
-    except struct.error:
-        raise Unsupported from None
-    if pos != size:
-        raise Unsupported
-    return starts
 
 
 def _ranges(buffer: Any, starts: np.ndarray, ends: np.ndarray, kind: Any) -> Any:
@@ -90,10 +71,14 @@ def batch_of_pulled(body: Any, tags: frozenset[str] | None, end: int, arrow_sche
     size = len(body)
     if not size:
         raise Unsupported
-    starts = np.array(_starts(body, size), dtype=np.int64)
+    found = record_starts(body, _FIXED)
+    if found is None:
+        raise Unsupported
+    starts = np.array(found, dtype=np.int64)
     n = len(starts)
     data = np.frombuffer(body, dtype=np.uint8)
-    head = data[starts[:, None] + _SPAN].view(_HEADER).ravel()
+    # every record's 88-byte header in one gather: rows of a sliding window over the body
+    head = sliding_window_view(data, _FIXED)[starts].view(_HEADER).ravel()
     magic = head["magic"]
     rec_end = starts + head["total"]
     body_len = head["body_len"].astype(np.int64)

@@ -52,6 +52,24 @@ def data_loss(opts: SourceOptions, what: str) -> None:
     log.warning("txmq source skipped lost messages: %s", what)
 
 
+def _joined(batches: Iterator[RawPullBatch], size: int) -> Iterator[bytes]:
+    """The non-empty pull bodies of ``batches``, in order, concatenated into bodies of about ``size``
+    bytes (a body reaching ``size`` ends its group). The records of one queue's consecutive pulls
+    chain on: a joined body reads as one pull of all of them."""
+    group: list[bytes] = []
+    held = 0
+    for raw in batches:
+        if raw.body:
+            group.append(raw.body)
+            held += len(raw.body)
+            if held >= size:
+                yield group[0] if len(group) == 1 else b"".join(group)
+                group.clear()
+                held = 0
+    if group:
+        yield group[0] if len(group) == 1 else b"".join(group)
+
+
 class Session:
     """One transport with its own event loop, driven synchronously (Spark calls us from threads)."""
 
@@ -158,20 +176,20 @@ class Session:
                         yield columns
 
     def pull_arrow(self, rng: off.QueueRange, arrow_schema: Any) -> Iterator[Any]:
-        """The rows of ``rng`` in offset order as ``pyarrow.RecordBatch``es of ``arrow_schema``, one per
-        pulled batch: over remoting built column by column from the pull bodies
-        (``rows.arrow_of_pulled``), over gRPC from the transport's views."""
+        """The rows of ``rng`` in offset order as ``pyarrow.RecordBatch``es of ``arrow_schema``: over
+        remoting built column by column (``rows.arrow_of_pulled``) from consecutive pull bodies joined
+        up to ``limits.spark_arrow_batch_bytes`` (fewer, larger batches: each batch has fixed costs in
+        the conversion, in Spark's Arrow stream and in the JVM), over gRPC one per pulled batch."""
         if not isinstance(self.transport, RemotingTransport):
             for columns in self.pull_columns(rng):
                 yield rows.arrow_of(columns, arrow_schema)
             return
         tags = parse_tags(self.opts.tags)
         with contextlib.closing(self._batches(rng, self._pull_raw)) as batches:
-            for raw in batches:
-                if raw.body:
-                    batch = rows.arrow_of_pulled(raw.body, tags, rng.end, arrow_schema)
-                    if batch is not None:
-                        yield batch
+            for body in _joined(batches, limits.spark_arrow_batch_bytes):
+                batch = rows.arrow_of_pulled(body, tags, rng.end, arrow_schema)
+                if batch is not None:
+                    yield batch
 
     def _batches(
         self, rng: off.QueueRange, pull: Callable[[MessageQueue, int, int], asyncio.Task[B]]

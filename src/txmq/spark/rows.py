@@ -157,6 +157,24 @@ def arrow_of(columns: Columns, arrow_schema: Any) -> Any:
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
 
+def record_starts(body: bytes, fixed: int) -> list[int] | None:
+    """Where each record of a pull body starts (the chain of 4-byte big-endian total sizes), or None
+    when a size is below ``fixed`` or the chain does not end exactly at the body's end. A compiled
+    loop: ``arrow_pulled`` walks every pulled record with it."""
+    starts: list[int] = []
+    size = len(body)
+    pos = 0
+    while pos < size:
+        if pos + 4 > size:
+            return None
+        total = (body[pos] << 24) | (body[pos + 1] << 16) | (body[pos + 2] << 8) | body[pos + 3]
+        if total < fixed or total >= 0x80000000:
+            return None
+        starts.append(pos)
+        pos += total
+    return starts if pos == size else None
+
+
 def arrow_of_pulled(body: bytes, tags: frozenset[str] | None, end: int, arrow_schema: Any) -> Any:
     """``arrow_of(columns_of_pulled(body, tags, end), arrow_schema)``, or None when no row is left:
     built column by column (``arrow_pulled.batch_of_pulled``) unless the body holds something only
