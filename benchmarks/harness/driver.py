@@ -16,7 +16,10 @@ Lifecycle, called by :func:`benchmarks.harness.runner.run_workload` for every ru
     await driver.teardown()                     # delete what setup created, stop private servers
 
 A driver may also define ``client_pids() -> list[int]``: helper processes on the client side (txmq's
-producer workers) whose CPU is added to the client's.
+producer workers) whose CPU is added to the client's. A producer may define ``run_slot(first_queue,
+workload, measure_from, deadline, interval_ns) -> SlotOutcome``: it then runs a whole slot's loop itself
+(``runner.drive_slot``, the same loop) where it lives, e.g. in a worker process, so no per-request relay
+from the harness process is measured.
 
 Payloads are opaque bytes; the first 8 bytes carry the send timestamp used for end-to-end latency, so a
 driver must deliver payloads unchanged.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 
 from benchmarks.harness.cpu import CpuMeter
@@ -51,6 +51,15 @@ class _Recorder:
                 self.e2e_ns.append(now - sent)
 
 
+@dataclass
+class SlotOutcome:
+    """What one producer slot counted: all acks, acks inside the window, publish latencies sampled."""
+
+    acked_total: int
+    acked_in_window: int
+    publish_ns: list[int]
+
+
 def _payload(stamp: int, pad: bytes) -> bytes:
     return _STAMP.pack(stamp) + pad
 
@@ -84,6 +93,31 @@ async def _produce_slot(
         queue = (queue + 1) % workload.queues
 
 
+async def _run_slot(
+    producer: Producer, workload: Workload, rec: _Recorder, first_queue: int, interval_ns: int
+) -> None:
+    """A slot whose loop runs where the producer runs (see ``SelfDrivingProducer``), merged into ``rec``."""
+    run_slot = producer.run_slot  # type: ignore[attr-defined]
+    outcome: SlotOutcome = await run_slot(first_queue, workload, rec.measure_from, rec.deadline, interval_ns)
+    rec.acked_total += outcome.acked_total
+    rec.acked_in_window += outcome.acked_in_window
+    rec.publish_ns.extend(outcome.publish_ns)
+
+
+async def drive_slot(
+    producer: Producer,
+    workload: Workload,
+    first_queue: int,
+    measure_from: int,
+    deadline: int,
+    interval_ns: int,
+) -> SlotOutcome:
+    """Run one slot's loop (the same code as in the harness process) and report what it counted."""
+    rec = _Recorder(measure_from=measure_from, deadline=deadline)
+    await _produce_slot(producer, workload, rec, first_queue, interval_ns)
+    return SlotOutcome(rec.acked_total, rec.acked_in_window, rec.publish_ns)
+
+
 async def _consume_loop(consumer: Consumer, batch: int, rec: _Recorder, stop: asyncio.Event) -> None:
     while not stop.is_set():
         payloads = await consumer.receive(batch)
@@ -115,7 +149,7 @@ async def _run_produce(
     readers = [asyncio.create_task(_consume_loop(c, workload.consume_batch, rec, stop)) for c in consumers]
     interval = _interval_ns(workload)
     slots = [
-        asyncio.create_task(_produce_slot(p, workload, rec, i * workload.in_flight + s, interval))
+        asyncio.create_task(_slot_of(p)(p, workload, rec, i * workload.in_flight + s, interval))
         for i, p in enumerate(producers)
         for s in range(workload.in_flight)
     ]
@@ -186,6 +220,13 @@ async def _run_consume(
         "e2e_latency": None,
         "cpu": cpu_pct,
     }
+
+
+def _slot_of(
+    producer: Producer,
+) -> Callable[[Producer, Workload, _Recorder, int, int], Coroutine[object, object, None]]:
+    """A producer with ``run_slot`` runs its slot's loop itself (a worker process: no relay per request)."""
+    return _run_slot if callable(getattr(producer, "run_slot", None)) else _produce_slot
 
 
 def _client_pids(driver: Driver) -> list[int]:

@@ -17,6 +17,7 @@ import pytest
 from benchmarks.harness import STANDARD_WORKLOADS, Driver, Workload, make_driver, registry, run_workload
 from benchmarks.harness.driver import Producer
 from benchmarks.harness.drivers.memory import MemoryDriver
+from benchmarks.harness.runner import SlotOutcome, drive_slot
 from typer.testing import CliRunner
 
 TINY = 0.3
@@ -115,6 +116,47 @@ async def test_a_warmup_request_acked_after_the_window_still_leaves_latency_samp
     assert result["publish_latency"] is not None
     assert result["e2e_latency"] is not None
     assert result["consumed_messages"] == result["acked_messages"]
+
+
+class _SelfDriving(MemoryDriver):
+    """The memory driver whose producers run their slots themselves, as txmq's producer workers do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slots_run = 0
+
+    async def producer(self, index: int) -> Producer:
+        inner = await super().producer(index)
+        driver = self
+
+        class SelfDriving:
+            async def send(self, queue: int, payloads: Sequence[bytes]) -> None:
+                raise AssertionError("the runner must not relay requests to a self-driving producer")
+
+            async def run_slot(
+                self, first_queue: int, workload: Workload, measure_from: int, deadline: int, interval: int
+            ) -> SlotOutcome:
+                driver.slots_run += 1
+                return await drive_slot(inner, workload, first_queue, measure_from, deadline, interval)
+
+            async def close(self) -> None:
+                await inner.close()
+
+        return SelfDriving()
+
+
+async def test_a_self_driving_producer_runs_its_slots_and_its_counts_are_merged() -> None:
+    """txmq's producer workers run the runner's slot loop in their own process (no pipe round trip per
+    request); what they count is merged as if the slot had run in the harness."""
+    driver = _SelfDriving()
+    workload = dataclasses.replace(_tiny("e2e-500"), producers=2, in_flight=2)
+    result = await run_workload(driver, workload)
+    _assert_ok(result)
+    assert driver.slots_run == 4
+    assert isinstance(result["acked_messages"], int)
+    assert result["acked_messages"] > 0
+    assert result["consumed_messages"] == result["acked_messages"]
+    assert result["publish_latency"] is not None
 
 
 async def test_unsupported_workload_is_reported_not_run() -> None:

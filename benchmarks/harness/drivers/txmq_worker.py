@@ -5,8 +5,10 @@ one core of client work; a real deployment has eight producer processes. The par
 starts one worker per producer and talks to it over stdin/stdout:
 
     worker -> parent   b"R" once the producer is started
-    parent -> worker   u32 length + payload          one request: send this payload
-    worker -> parent   b"\\x00" | b"\\x01" u32 length + utf-8 error
+    parent -> worker   b"S" u32 length + payload     one request: send this payload
+    parent -> worker   b"G" u32 length + JSON        run a whole slot of the workload here (the runner's
+                                                   own loop; no pipe round trip per request measured)
+    worker -> parent   b"\\x00" | b"\\x01" u32 length + JSON outcome (G) / empty (S) | utf-8 error
 
     python -m benchmarks.harness.drivers.txmq_worker ENDPOINT TRANSPORT GROUP TRANSACTIONAL(0|1)
 """
@@ -14,9 +16,15 @@ starts one worker per producer and talks to it over stdin/stdout:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import sys
+from collections.abc import Sequence
+from typing import Any
 
-from benchmarks.harness.drivers.txmq import LENGTH, OK, READY, TOPIC, listener
+from benchmarks.harness.drivers.txmq import LENGTH, OK, READY, RUN, TOPIC, listener
+from benchmarks.harness.runner import drive_slot
+from benchmarks.harness.workload import Workload
 from txmq.client import Message, Producer, TransactionProducer
 
 FAILED = b"\x01"
@@ -35,26 +43,55 @@ async def _serve(endpoint: str, transport: str, group: str, transactional: bool)
     await producer.start()
     out.write(READY)
     out.flush()
+    slot = _SdkSlot(producer)
     try:
         while True:
             try:
+                kind = await reader.readexactly(1)
                 (size,) = LENGTH.unpack(await reader.readexactly(LENGTH.size))
-                payload = await reader.readexactly(size)
+                body = await reader.readexactly(size)
             except asyncio.IncompleteReadError:
                 return  # the parent closed our stdin: done
             try:
-                if isinstance(producer, TransactionProducer):
-                    await producer.send_message_in_transaction(Message(TOPIC, payload))
+                answer = b""
+                if kind == RUN:
+                    answer = await _run(slot, json.loads(body))
                 else:
-                    await producer.send(Message(TOPIC, payload))
+                    await slot.send(0, [body])
             except Exception as exc:
-                text = f"{type(exc).__name__}: {exc}".encode()
-                out.write(FAILED + LENGTH.pack(len(text)) + text)
+                answer = f"{type(exc).__name__}: {exc}".encode()
+                out.write(FAILED + LENGTH.pack(len(answer)) + answer)
             else:
-                out.write(OK)
+                out.write(OK + LENGTH.pack(len(answer)) + answer)
             out.flush()
     finally:
         await producer.close()
+
+
+class _SdkSlot:
+    """The runner's view of this worker's SDK producer: one request is one message (tx-8: batch 1)."""
+
+    def __init__(self, producer: Producer) -> None:
+        self._producer = producer
+
+    async def send(self, queue: int, payloads: Sequence[bytes]) -> None:
+        producer = self._producer
+        for payload in payloads:
+            if isinstance(producer, TransactionProducer):
+                await producer.send_message_in_transaction(Message(TOPIC, payload))
+            else:
+                await producer.send(Message(TOPIC, payload))
+
+    async def close(self) -> None:
+        await self._producer.close()
+
+
+async def _run(slot: _SdkSlot, order: dict[str, Any]) -> bytes:
+    outcome = await drive_slot(
+        slot, Workload(**order["workload"]), order["first_queue"], order["measure_from"], order["deadline"],
+        order["interval_ns"],
+    )  # fmt: skip
+    return json.dumps(dataclasses.asdict(outcome)).encode()
 
 
 def main() -> None:
