@@ -86,12 +86,14 @@ def topic_delete(name: str, endpoint: Endpoint = "127.0.0.1:8081") -> None:
 
 @group_app.command("list")
 def group_list(endpoint: Endpoint = "127.0.0.1:8081", json_out: Json = False) -> None:
+    """Consumer groups the broker knows, with their messages in flight (received, not yet acked)."""
     result = run(endpoint, "group.list", {})
     print_json(result) if json_out else table(result, ["group", "inflight"], "groups")
 
 
 @group_app.command("describe")
 def group_describe(group: str, endpoint: Endpoint = "127.0.0.1:8081", json_out: Json = False) -> None:
+    """A group's connected clients and, per queue, its committed offset, the queue's end and the lag."""
     result = run(endpoint, "group.describe", {"group": group})
     if json_out:
         print_json(result)
@@ -109,6 +111,7 @@ def group_reset(
     endpoint: Endpoint = "127.0.0.1:8081",
     json_out: Json = False,
 ) -> None:
+    """Move a group's offsets on a topic to the beginning, the end, or the first message at a timestamp."""
     result = run(
         endpoint,
         "group.reset_offset",
