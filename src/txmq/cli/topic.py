@@ -50,6 +50,7 @@ def topic_create(
     endpoint: Endpoint = "127.0.0.1:8081",
     json_out: Json = False,
 ) -> None:
+    """Create a topic, or update one (its queue count can grow, never shrink)."""
     result = run(endpoint, "topic.create", {"name": name, "queues": queues, "message_type": message_type})
     print_json(result) if json_out else print(
         f"topic {result['name']}: {result['queues']} queues, {result['message_type']}"
@@ -62,12 +63,14 @@ def topic_list(
     endpoint: Endpoint = "127.0.0.1:8081",
     json_out: Json = False,
 ) -> None:
+    """Topics with their queue count, message type and permissions."""
     result = run(endpoint, "topic.list", {"system": system})
     print_json(result) if json_out else table(result, ["name", "queues", "message_type", "perm"], "topics")
 
 
 @topic_app.command("describe")
 def topic_describe(name: str, endpoint: Endpoint = "127.0.0.1:8081", json_out: Json = False) -> None:
+    """A topic's settings and, per queue, its minimum and maximum offsets."""
     result = run(endpoint, "topic.describe", {"name": name})
     if json_out:
         print_json(result)
@@ -80,6 +83,7 @@ def topic_describe(name: str, endpoint: Endpoint = "127.0.0.1:8081", json_out: J
 
 @topic_app.command("delete")
 def topic_delete(name: str, endpoint: Endpoint = "127.0.0.1:8081") -> None:
+    """Remove a topic from the registry (messages already stored stay in the commit log)."""
     run(endpoint, "topic.delete", {"name": name})
     print(f"topic {name} deleted")
 
