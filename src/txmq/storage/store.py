@@ -107,6 +107,8 @@ class MessageStore:
         self._dispatch_wake = asyncio.Event()
         self._closed = False
         self._inflight: asyncio.Future[None] | None = None
+        # what the last checkpoint recorded (offsets and queue ends): an unchanged one is not written
+        self._checkpointed: tuple[int, int, tuple[tuple[str, int, int], ...] | None] | None = None
         # Deterministic simulation hook: with no background tasks (``start`` never called), every
         # append is fsynced and dispatched before it returns, one group commit per append. Off in
         # production; the acknowledgement rules (ack only after fsync in SYNC mode) are unchanged.
@@ -251,7 +253,8 @@ class MessageStore:
         self.run_once()
 
     def checkpoint(self) -> None:
-        """Make ConsumeQueues and the index durable, then record how far they go."""
+        """Make ConsumeQueues and the index durable, then record how far they go (unless the last
+        checkpoint recorded the same: the checkpoint task runs every second, idle or not)."""
         if self._log.fence_reason is not None:
             return
         flushed = self._commit.flushed_offset
@@ -261,8 +264,11 @@ class MessageStore:
         ends = None
         if dispatched == self._dispatcher.dispatched_offset:  # the queues hold exactly what is before it
             ends = tuple((t, q, queue.max_offset) for (t, q), queue in self._queues.queues.items())
+        if (dispatched, flushed, ends) == self._checkpointed:
+            return  # an idle store writes nothing (the file on disk says the same; its time is unused)
         checkpoint = Checkpoint(dispatched, flushed, self.clock.now_ms(), ends)
         save_checkpoint(self.fs, self.config.data_dir, checkpoint)
+        self._checkpointed = (dispatched, flushed, ends)
 
     def _visible_limit(self) -> int:
         return self._commit.flushed_offset if self._sync else self._log.written_offset
