@@ -406,8 +406,10 @@ class CommitLog:
         return dirty
 
     # -- read
-    def read(self, physical_offset: int, limit: int) -> StoredRecord:
-        """The verified record at ``physical_offset`` (which must be below ``limit``)."""
+    def read(self, physical_offset: int, limit: int, quiet: bool = False) -> StoredRecord:
+        """The verified record at ``physical_offset`` (which must be below ``limit``). ``quiet``: a
+        damaged record is not logged (the caller judges first whether the log or its pointer is wrong,
+        then :meth:`note_damage`)."""
         if physical_offset < 0:
             raise InvalidOffset(f"physical offset {physical_offset} is negative")
         if physical_offset >= limit:
@@ -425,17 +427,26 @@ class CommitLog:
                 data = segment.handle.read_at(pos, size)
             return codec.decode(data, 0, offset=physical_offset)
         except CorruptRecord as exc:
-            raise self._damaged(exc, segment.path, physical_offset) from None
+            raise self._damaged(exc, segment.path, physical_offset, quiet) from None
 
-    def _damaged(self, exc: CorruptRecord, segment_path: str, physical_offset: int) -> CorruptRecord:
+    def _damaged(
+        self, exc: CorruptRecord, segment_path: str, physical_offset: int, quiet: bool = False
+    ) -> CorruptRecord:
         """The error a read of a damaged record gives: what is wrong, where, and what the operator
         runs; the broker's log says it once per record (not once per pull that reaches it)."""
-        message = damaged_record_message(exc.message, segment_path, physical_offset)
+        error = CorruptRecord(damaged_record_message(exc.message, segment_path, physical_offset),
+                              offset=physical_offset)  # fmt: skip
+        if not quiet:
+            self.note_damage(error)
+        return error
+
+    def note_damage(self, error: CorruptRecord) -> None:
+        """Log a damaged record's error, once per record."""
+        physical_offset = error.offset
         if physical_offset not in self._damage_logged:
             if len(self._damage_logged) < limits.damaged_records_logged_max:
                 self._damage_logged.add(physical_offset)
-            _LOG.error("%s", message)
-        return CorruptRecord(message, offset=physical_offset)
+            _LOG.error("%s", error.message)
 
     def _runs(
         self, locations: Sequence[tuple[int, int]], limit: int
@@ -462,7 +473,9 @@ class CommitLog:
             yield segment.handle.read_at(first - segment.base, end - first), first, locations[i:j]
             i = j
 
-    def read_many_raw(self, locations: Sequence[tuple[int, int]], limit: int) -> list[codec.RawRecord]:
+    def read_many_raw(
+        self, locations: Sequence[tuple[int, int]], limit: int, quiet: bool = False
+    ) -> list[codec.RawRecord]:
         """The verified records at ascending ``(offset, size)`` locations (a queue's units), one pread
         per run of nearby records in one segment instead of one per record, each as its raw fields
         (:func:`codec.split_checked`: no dataclass, no text decoding, the body a view of the pread buffer;
@@ -474,17 +487,17 @@ class CommitLog:
         split = codec.split_checked
         for data, first, run in self._runs(locations, limit):
             if data is None:
-                records.append(self._read_raw(first, limit))
+                records.append(self._read_raw(first, limit, quiet))
                 continue
             view = memoryview(data)
             for offset, size in run:
                 fields = split(data, offset - first, view, offset, size)
-                records.append(self._read_raw(offset, limit) if fields is None else fields)
+                records.append(self._read_raw(offset, limit, quiet) if fields is None else fields)
         return records
 
-    def _read_raw(self, physical_offset: int, limit: int) -> codec.RawRecord:
+    def _read_raw(self, physical_offset: int, limit: int, quiet: bool) -> codec.RawRecord:
         """The slow path of :meth:`read_many_raw`: a full read (its errors), then the record's fields."""
-        record = self.read(physical_offset, limit)
+        record = self.read(physical_offset, limit, quiet)
         segment = self.segments.locate(physical_offset)
         invariant(segment is not None, "read() found the segment")
         assert segment is not None

@@ -31,6 +31,7 @@ from typing import Any
 from txmq.common import limits, names
 from txmq.common.clock import Clock, SystemClock
 from txmq.common.errors import (
+    CorruptRecord,
     DiskFull,
     InvalidArgument,
     InvalidOffset,
@@ -390,21 +391,30 @@ class MessageStore:
 
     def read_queue(self, topic: str, queue_id: int, queue_offset: int, max_count: int,
                    max_bytes: int = limits.pull_bytes_max) -> QueueRead:  # fmt: skip
+        return self._read_queue(topic, queue_id, queue_offset, max_count, max_bytes, True)
+
+    def _read_queue(self, topic: str, queue_id: int, queue_offset: int, max_count: int, max_bytes: int,
+                    repair: bool) -> QueueRead:  # fmt: skip
         queue, miss = self._locate(topic, queue_id, queue_offset, max_count)
         if queue is None:
             return QueueRead(*miss)
         low, high = queue.min_offset, queue.max_offset
+        units = queue.raw_units(queue_offset, min(max_count, limits.pull_batch_max))
         locations: list[tuple[int, int]] = []
         total = 0
-        for unit in queue.units(queue_offset, min(max_count, limits.pull_batch_max)):
-            if locations and total + unit.size > max_bytes:
+        for physical_offset, size, _ in units:
+            if locations and total + size > max_bytes:
                 break
-            locations.append((unit.physical_offset, unit.size))
-            total += unit.size
+            locations.append((physical_offset, size))
+            total += size
+        raws = self._read_units(topic, queue_id, queue, queue_offset, units, len(locations), locations, None,
+                                repair)  # fmt: skip
+        if raws is None:  # a damaged unit was rebuilt from the log: read again
+            return self._read_queue(topic, queue_id, queue_offset, max_count, max_bytes, False)
         # the raw read (one header unpack per record) and StoredRecords from its fields: the records
         # a full decode per record gives, at about half its cost (receives read every message here)
         stored = codec.stored_record
-        records = [stored(raw) for raw in self._log.read_many_raw(locations, self._visible_limit())]
+        records = [stored(raw) for raw in raws]
         return QueueRead(ReadStatus.FOUND, records, queue_offset + len(records), low, high)
 
     def read_queue_raw(self, topic: str, queue_id: int, queue_offset: int, max_count: int,
@@ -415,23 +425,136 @@ class MessageStore:
         Same units, same byte budget, same next offset. With ``tags_codes``, units whose tags code is
         not in it are passed over without reading their records (hash collisions still come back:
         the caller checks the tag itself)."""
+        return self._read_queue_raw(topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, True)
+
+    def _read_queue_raw(self, topic: str, queue_id: int, queue_offset: int, max_count: int, max_bytes: int,
+                        tags_codes: frozenset[int] | None, repair: bool) -> RawQueueRead:  # fmt: skip
         queue, miss = self._locate(topic, queue_id, queue_offset, max_count)
         if queue is None:
             return RawQueueRead(*miss)
         low, high = queue.min_offset, queue.max_offset
         locations: list[tuple[int, int]] = []
+        picked: list[int] | None = None if tags_codes is None else []
         total = counted = 0
-        for physical_offset, size, tags_code in queue.raw_units(
-            queue_offset, min(max_count, limits.pull_batch_max)
-        ):
+        units = queue.raw_units(queue_offset, min(max_count, limits.pull_batch_max))
+        for physical_offset, size, tags_code in units:
             if counted and total + size > max_bytes:
                 break
+            if picked is None:
+                locations.append((physical_offset, size))
+            elif tags_codes is not None and tags_code in tags_codes:
+                locations.append((physical_offset, size))
+                picked.append(counted)
             counted += 1
             total += size
-            if tags_codes is None or tags_code in tags_codes:
-                locations.append((physical_offset, size))
-        records = self._log.read_many_raw(locations, self._visible_limit()) if locations else []
+        records = self._read_units(topic, queue_id, queue, queue_offset, units, counted, locations, picked,
+                                   repair)  # fmt: skip
+        if records is None:  # a damaged unit was rebuilt from the log: read again
+            return self._read_queue_raw(
+                topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, False
+            )
         return RawQueueRead(ReadStatus.FOUND, records, queue_offset + counted, low, high)
+
+    def _read_units(
+        self,
+        topic: str,
+        queue_id: int,
+        queue: ConsumeQueue,
+        first: int,
+        units: list[tuple[int, int, int]],
+        counted: int,
+        locations: list[tuple[int, int]],
+        picked: list[int] | None,
+        repair: bool,
+    ) -> list[codec.RawRecord] | None:
+        """The records at ``locations`` (of ``units[picked[i]]``, or ``units[i]`` when ``picked`` is
+        None; ``units[:counted]`` are the units the read covers, from queue offset ``first``), each
+        checked to be the one its unit names: its log offset, size and tags code, this topic and queue,
+        this queue offset. A ConsumeQueue unit damaged on disk (a flipped bit) points elsewhere, at
+        another record or at none; then the units are checked against the log and a damaged one is
+        rebuilt from it (:meth:`_repair_units`) and None returned: the caller reads again. An error
+        with every unit intact is the log's own damage (logged once per record), raised."""
+        try:
+            records = self._log.read_many_raw(locations, self._visible_limit(), True) if locations else []
+        except (InvalidOffset, CorruptRecord) as exc:
+            if repair and self._repair_units(topic, queue_id, queue, first, counted):
+                return None
+            if isinstance(exc, CorruptRecord):
+                self._log.note_damage(exc)
+            raise
+        if records and _strays(records, units, picked, first, queue_id, _names_prefix(topic)):
+            if repair and self._repair_units(topic, queue_id, queue, first, counted):
+                return None
+            raise CorruptRecord(
+                f"ConsumeQueue {topic}/{queue_id} from queue offset {first}: a unit does not name its "
+                "record and the log holds none for it (damaged on disk); stop the broker and run "
+                f"`txmq store repair --data-dir {self.config.data_dir}`, which rebuilds the ConsumeQueues",
+                offset=locations[0][0],
+            )
+        return records
+
+    def _unit_holds(self, topic: str, queue_id: int, queue_offset: int, unit: tuple[int, int, int]) -> bool:
+        """Whether the record ``unit`` names is the one for ``queue_offset`` of this queue."""
+        physical_offset, size, tags_code = unit
+        if 0 <= physical_offset < self._log.segments.min_offset():
+            return size > 0  # its segment was removed by retention: nothing to check it against
+        try:
+            record = self._log.read(physical_offset, self._visible_limit(), True)
+        except (InvalidOffset, CorruptRecord):
+            return False
+        return (
+            record.topic == topic and record.queue_id == queue_id and record.queue_offset == queue_offset
+            and record.size == size and record.tags_code == tags_code
+        )  # fmt: skip
+
+    def _repair_units(self, topic: str, queue_id: int, queue: ConsumeQueue, first: int, count: int) -> bool:
+        """Check the units ``[first, first + count)`` against the log; rebuild every damaged one (and any
+        damaged neighbours) from the records the log holds between the intact units around them, and
+        log it. False when none was rebuilt: every unit is intact, or the log lacks the records (a
+        damaged record stops its scan), which the read's own error then names."""
+
+        def holds(queue_offset: int) -> bool:
+            units = queue.raw_units(queue_offset, 1)
+            return bool(units) and self._unit_holds(topic, queue_id, queue_offset, units[0])
+
+        bad = [q for q in range(first, first + count) if not holds(q)]
+        rebuilt = False
+        limit = self._visible_limit()
+        low_end = queue.min_offset
+        for start in bad:
+            if start < low_end:
+                continue  # rebuilt with an earlier run
+            end = start + 1
+            while start > queue.min_offset and not holds(start - 1):
+                start -= 1
+            while end < queue.max_offset and not holds(end):
+                end += 1
+            low_end = end
+            if start > queue.min_offset:
+                before = queue.raw_units(start - 1, 1)[0]
+                scan_from = before[0] + before[1]
+            else:
+                scan_from = self._log.segments.min_offset()
+            scan_to = queue.raw_units(end, 1)[0][0] if end < queue.max_offset else limit
+            found: dict[int, StoredRecord] = {}
+            for record in records_from(self._log.segments, scan_from, limit):
+                if record.physical_offset >= scan_to:
+                    break
+                mine = record.topic == topic and record.queue_id == queue_id
+                if mine and start <= record.queue_offset < end:
+                    found[record.queue_offset] = record
+            if any(q not in found for q in range(start, end)):
+                continue  # the log lacks a record there (its own damage): the read's error says so
+            for q in range(start, end):
+                record = found[q]
+                queue.rewrite_unit(q, record.physical_offset, record.size, record.tags_code)
+            _LOG.error(
+                "ConsumeQueue %s/%d: units at queue offsets %d-%d did not name their records (damaged on "
+                "disk); rebuilt from the CommitLog",
+                topic, queue_id, start, end - 1,
+            )  # fmt: skip
+            rebuilt = True
+        return rebuilt
 
     def _locate(
         self, topic: str, queue_id: int, queue_offset: int, max_count: int
@@ -640,6 +763,46 @@ def _check_records(topic: str, columns: codec.Columns) -> None:
     ):
         for row in zip(*columns, strict=True):
             _check_fields(topic, _new_tuple(codec.RecordFields, row))
+
+
+def _strays(
+    records: list[codec.RawRecord],
+    units: list[tuple[int, int, int]],
+    picked: list[int] | None,
+    first: int,
+    queue_id: int,
+    names_prefix: bytes,
+) -> bool:
+    """Whether a record read is not the one its unit names (see :meth:`MessageStore._read_units`): a
+    compiled loop of a few comparisons a record, off the pull's cost."""
+    for i in range(len(records)):
+        raw = records[i]
+        k = i if picked is None else picked[i]
+        unit = units[k]
+        if (
+            raw[4] != unit[0]
+            or raw[0] != unit[1]
+            or raw[8] != unit[2]
+            or raw[3] != first + k
+            or raw[1] != queue_id
+            or not raw[11].startswith(names_prefix)
+        ):
+            return True
+    return False
+
+
+_NAMES_PREFIX: dict[str, bytes] = {}
+
+
+def _names_prefix(topic: str) -> bytes:
+    """How a record's names part (``RawRecord[11]``) of ``topic`` starts: the length, then the name."""
+    prefix = _NAMES_PREFIX.get(topic)
+    if prefix is None:
+        encoded = topic.encode()
+        prefix = len(encoded).to_bytes(2, "big") + encoded
+        if len(_NAMES_PREFIX) < _VALID_TOPICS_MAX:
+            _NAMES_PREFIX[topic] = prefix
+    return prefix
 
 
 # The column checks are loops here, not min/max over maps: compiled, an element costs a few dozen
