@@ -449,15 +449,17 @@ class CommitLog:
             _LOG.error("%s", error.message)
 
     def _runs(
-        self, locations: Sequence[tuple[int, int]], limit: int
-    ) -> Iterator[tuple[bytes | None, int, Sequence[tuple[int, int]]]]:
-        """Ascending ``(offset, size)`` locations split into runs of nearby records in one segment,
-        each read with one pread: ``(data, first offset, the run's locations)``. A location the log
-        cannot serve that way (outside it, beyond ``limit``) comes alone with ``data`` None."""
+        self, locations: Sequence[tuple[int, int, int, int]], limit: int
+    ) -> Iterator[tuple[bytes | None, int, Sequence[tuple[int, int, int, int]]]]:
+        """Ascending ``(offset, size, tags code, queue offset)`` locations split into runs of nearby
+        records in one segment, each read with one pread: ``(data, first offset, the run's
+        locations)``. A location the log cannot serve that way (outside it, beyond ``limit``) comes
+        alone with ``data`` None."""
         i, count = 0, len(locations)
         while i < count:
-            first, first_size = locations[i]
-            segment = self.segments.locate(first) if 0 <= first < limit else None
+            first, first_size, _, _ = locations[i]
+            sound = 0 <= first < limit and codec.RECORD_BYTES_MIN <= first_size <= codec.RECORD_BYTES_MAX
+            segment = self.segments.locate(first) if sound else None
             if segment is None:
                 yield None, first, locations[i : i + 1]
                 i += 1
@@ -465,8 +467,8 @@ class CommitLog:
             bound = min(limit, segment.base + self.segment_bytes, first + _SPAN_BYTES_MAX)
             j, end = i + 1, first + first_size
             while j < count:
-                offset, size = locations[j]
-                if offset < end or offset + size > bound:
+                offset, size, _, _ = locations[j]
+                if offset < end or offset + size > bound or size < codec.RECORD_BYTES_MIN:
                     break
                 end = offset + size
                 j += 1
@@ -474,9 +476,16 @@ class CommitLog:
             i = j
 
     def read_many_raw(
-        self, locations: Sequence[tuple[int, int]], limit: int, quiet: bool = False
+        self,
+        locations: Sequence[tuple[int, int, int, int]],
+        limit: int,
+        quiet: bool = False,
+        topic: bytes = b"",
+        queue_id: int = -1,
     ) -> list[codec.RawRecord]:
-        """The verified records at ascending ``(offset, size)`` locations (a queue's units), one pread
+        """The verified records at ascending ``(offset, size, tags code, queue offset)`` locations (a
+        queue's units; with ``queue_id`` >= 0 each record must also be the one its unit names: that tags
+        code, topic, queue id and queue offset, else CorruptRecord, never logged), one pread
         per run of nearby records in one segment instead of one per record, each as its raw fields
         (:func:`codec.split_checked`: no dataclass, no text decoding, the body a view of the pread buffer;
         ``codec.stored_record`` makes the StoredRecord of one). The checks are those of :meth:`read`
@@ -487,13 +496,40 @@ class CommitLog:
         split = codec.split_checked
         for data, first, run in self._runs(locations, limit):
             if data is None:
-                records.append(self._read_raw(first, limit, quiet))
+                offset, size, tags_code, queue_offset = run[0]
+                fields = self._read_raw(offset, limit, quiet)
+                self._check_unit(fields, offset, size, tags_code, queue_offset, topic, queue_id)
+                records.append(fields)
                 continue
             view = memoryview(data)
-            for offset, size in run:
-                fields = split(data, offset - first, view, offset, size)
-                records.append(self._read_raw(offset, limit, quiet) if fields is None else fields)
+            for offset, size, tags_code, queue_offset in run:
+                checked = split(
+                    data, offset - first, view, offset, size, queue_id, queue_offset, tags_code, topic
+                )
+                if checked is None:  # the general read's error, or the record found there, checked
+                    checked = self._read_raw(offset, limit, quiet)
+                    self._check_unit(checked, offset, size, tags_code, queue_offset, topic, queue_id)
+                records.append(checked)
         return records
+
+    @staticmethod
+    def _check_unit(
+        fields: codec.RawRecord, offset: int, size: int, tags_code: int, queue_offset: int, topic: bytes,
+        queue_id: int,
+    ) -> None:  # fmt: skip
+        """The slow path's check that a record is the one its ConsumeQueue unit names (see
+        :meth:`read_many_raw`; the fast path's is in :func:`codec.split_checked`)."""
+        if queue_id < 0:
+            return
+        if (
+            fields[0] != size or fields[1] != queue_id or fields[3] != queue_offset or fields[8] != tags_code
+            or codec.names_of(fields[11])[0] != topic
+        ):  # fmt: skip
+            raise CorruptRecord(
+                f"the record at log offset {offset} is not the one its ConsumeQueue unit names "
+                f"(queue offset {queue_offset})",
+                offset=offset,
+            )
 
     def _read_raw(self, physical_offset: int, limit: int, quiet: bool) -> codec.RawRecord:
         """The slow path of :meth:`read_many_raw`: a full read (its errors), then the record's fields."""

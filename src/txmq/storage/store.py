@@ -399,16 +399,17 @@ class MessageStore:
         if queue is None:
             return QueueRead(*miss)
         low, high = queue.min_offset, queue.max_offset
-        units = queue.raw_units(queue_offset, min(max_count, limits.pull_batch_max))
-        locations: list[tuple[int, int]] = []
+        locations: list[tuple[int, int, int, int]] = []
         total = 0
-        for physical_offset, size, _ in units:
+        at = queue_offset
+        units = queue.raw_units(queue_offset, min(max_count, limits.pull_batch_max))
+        for physical_offset, size, tags_code in units:
             if locations and total + size > max_bytes:
                 break
-            locations.append((physical_offset, size))
+            locations.append((physical_offset, size, tags_code, at))
             total += size
-        raws = self._read_units(topic, queue_id, queue, queue_offset, units, len(locations), locations, None,
-                                repair)  # fmt: skip
+            at += 1
+        raws = self._read_units(topic, queue_id, queue, queue_offset, len(locations), locations, repair)
         if raws is None:  # a damaged unit was rebuilt from the log: read again
             return self._read_queue(topic, queue_id, queue_offset, max_count, max_bytes, False)
         # the raw read (one header unpack per record) and StoredRecords from its fields: the records
@@ -433,22 +434,18 @@ class MessageStore:
         if queue is None:
             return RawQueueRead(*miss)
         low, high = queue.min_offset, queue.max_offset
-        locations: list[tuple[int, int]] = []
-        picked: list[int] | None = None if tags_codes is None else []
+        locations: list[tuple[int, int, int, int]] = []
         total = counted = 0
-        units = queue.raw_units(queue_offset, min(max_count, limits.pull_batch_max))
-        for physical_offset, size, tags_code in units:
+        for physical_offset, size, tags_code in queue.raw_units(
+            queue_offset, min(max_count, limits.pull_batch_max)
+        ):
             if counted and total + size > max_bytes:
                 break
-            if picked is None:
-                locations.append((physical_offset, size))
-            elif tags_codes is not None and tags_code in tags_codes:
-                locations.append((physical_offset, size))
-                picked.append(counted)
+            if tags_codes is None or tags_code in tags_codes:
+                locations.append((physical_offset, size, tags_code, queue_offset + counted))
             counted += 1
             total += size
-        records = self._read_units(topic, queue_id, queue, queue_offset, units, counted, locations, picked,
-                                   repair)  # fmt: skip
+        records = self._read_units(topic, queue_id, queue, queue_offset, counted, locations, repair)
         if records is None:  # a damaged unit was rebuilt from the log: read again
             return self._read_queue_raw(
                 topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, False
@@ -461,37 +458,30 @@ class MessageStore:
         queue_id: int,
         queue: ConsumeQueue,
         first: int,
-        units: list[tuple[int, int, int]],
         counted: int,
-        locations: list[tuple[int, int]],
-        picked: list[int] | None,
+        locations: list[tuple[int, int, int, int]],
         repair: bool,
     ) -> list[codec.RawRecord] | None:
-        """The records at ``locations`` (of ``units[picked[i]]``, or ``units[i]`` when ``picked`` is
-        None; ``units[:counted]`` are the units the read covers, from queue offset ``first``), each
-        checked to be the one its unit names: its log offset, size and tags code, this topic and queue,
-        this queue offset. A ConsumeQueue unit damaged on disk (a flipped bit) points elsewhere, at
-        another record or at none; then the units are checked against the log and a damaged one is
-        rebuilt from it (:meth:`_repair_units`) and None returned: the caller reads again. An error
-        with every unit intact is the log's own damage (logged once per record), raised."""
+        """The records at ``locations`` (``(log offset, size, tags code, queue offset)`` of units in the
+        ``counted`` units the read covers from queue offset ``first``), each checked to be the one its
+        unit names: its log offset, size and tags code, this topic and queue, this queue offset (in
+        ``codec.split_checked``, on fields it unpacks anyway). A ConsumeQueue unit damaged on disk (a
+        flipped bit) points elsewhere, at another record or at none; then the units are checked against
+        the log and a damaged one is rebuilt from it (:meth:`_repair_units`) and None returned: the
+        caller reads again. An error with every unit intact is the log's own damage (logged once per
+        record), raised."""
+        if not locations:
+            return []
         try:
-            records = self._log.read_many_raw(locations, self._visible_limit(), True) if locations else []
+            return self._log.read_many_raw(
+                locations, self._visible_limit(), True, _topic_bytes(topic), queue_id
+            )
         except (InvalidOffset, CorruptRecord) as exc:
             if repair and self._repair_units(topic, queue_id, queue, first, counted):
                 return None
             if isinstance(exc, CorruptRecord):
                 self._log.note_damage(exc)
             raise
-        if records and _strays(records, units, picked, first, queue_id, _names_prefix(topic)):
-            if repair and self._repair_units(topic, queue_id, queue, first, counted):
-                return None
-            raise CorruptRecord(
-                f"ConsumeQueue {topic}/{queue_id} from queue offset {first}: a unit does not name its "
-                "record and the log holds none for it (damaged on disk); stop the broker and run "
-                f"`txmq store repair --data-dir {self.config.data_dir}`, which rebuilds the ConsumeQueues",
-                offset=locations[0][0],
-            )
-        return records
 
     def _unit_holds(self, topic: str, queue_id: int, queue_offset: int, unit: tuple[int, int, int]) -> bool:
         """Whether the record ``unit`` names is the one for ``queue_offset`` of this queue."""
@@ -765,44 +755,17 @@ def _check_records(topic: str, columns: codec.Columns) -> None:
             _check_fields(topic, _new_tuple(codec.RecordFields, row))
 
 
-def _strays(
-    records: list[codec.RawRecord],
-    units: list[tuple[int, int, int]],
-    picked: list[int] | None,
-    first: int,
-    queue_id: int,
-    names_prefix: bytes,
-) -> bool:
-    """Whether a record read is not the one its unit names (see :meth:`MessageStore._read_units`): a
-    compiled loop of a few comparisons a record, off the pull's cost."""
-    for i in range(len(records)):
-        raw = records[i]
-        k = i if picked is None else picked[i]
-        unit = units[k]
-        if (
-            raw[4] != unit[0]
-            or raw[0] != unit[1]
-            or raw[8] != unit[2]
-            or raw[3] != first + k
-            or raw[1] != queue_id
-            or not raw[11].startswith(names_prefix)
-        ):
-            return True
-    return False
+_TOPIC_BYTES: dict[str, bytes] = {}
 
 
-_NAMES_PREFIX: dict[str, bytes] = {}
-
-
-def _names_prefix(topic: str) -> bytes:
-    """How a record's names part (``RawRecord[11]``) of ``topic`` starts: the length, then the name."""
-    prefix = _NAMES_PREFIX.get(topic)
-    if prefix is None:
+def _topic_bytes(topic: str) -> bytes:
+    """``topic`` encoded, as a record's names part holds it (cached: a read checks each record's)."""
+    encoded = _TOPIC_BYTES.get(topic)
+    if encoded is None:
         encoded = topic.encode()
-        prefix = len(encoded).to_bytes(2, "big") + encoded
-        if len(_NAMES_PREFIX) < _VALID_TOPICS_MAX:
-            _NAMES_PREFIX[topic] = prefix
-    return prefix
+        if len(_TOPIC_BYTES) < _VALID_TOPICS_MAX:
+            _TOPIC_BYTES[topic] = encoded
+    return encoded
 
 
 # The column checks are loops here, not min/max over maps: compiled, an element costs a few dozen
