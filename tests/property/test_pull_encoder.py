@@ -195,6 +195,7 @@ def test_split_checked_holds_a_record_to_its_unit() -> None:
     size = len(good)
     assert codec.split_checked(good, 0, view, 64, size, 3, 9, 77, b"Topic") == codec.split(good)
     for queue_id, queue_offset, tags, topic in [
-        (2, 9, 77, b"Topic"), (3, 8, 77, b"Topic"), (3, 9, 76, b"Topic"), (3, 9, 77, b"Topix"), (3, 9, 77, b"Top"),
+        (2, 9, 77, b"Topic"), (3, 8, 77, b"Topic"), (3, 9, 76, b"Topic"), (3, 9, 77, b"Topix"),
+        (3, 9, 77, b"Top"),
     ]:  # fmt: skip
         assert codec.split_checked(good, 0, view, 64, size, queue_id, queue_offset, tags, topic) is None
