@@ -427,14 +427,24 @@ def split_checked(
         return None
     names_start = pos + HEADER_BYTES
     topic_end = names_start + 2 + ((buf[names_start] << 8) | buf[names_start + 1])
-    if queue_id >= 0 and (
-        stored_queue_id != queue_id
-        or stored_queue_offset != queue_offset
-        or stored_tags != tags_code
-        or topic_end - names_start - 2 != len(topic)
-        or buf[names_start + 2 : topic_end] != topic
-    ):
-        return None
+    if queue_id >= 0:
+        # typed locals: compiled, each compare is of C integers (the unpacked fields are objects)
+        stored_id: int = stored_queue_id
+        stored_at: int = stored_queue_offset
+        stored_code: int = stored_tags
+        length = len(topic)
+        if (
+            stored_id != queue_id
+            or stored_at != queue_offset
+            or stored_code != tags_code
+            or topic_end - names_start - 2 != length
+            or topic_end > end_of_record
+        ):
+            return None
+        at = names_start + 2
+        for k in range(length):  # no slice, no iterator: a few instructions a byte
+            if buf[at + k] != topic[k]:
+                return None
     p = topic_end  # the born host's length
     if p + 1 > end_of_record:
         return None

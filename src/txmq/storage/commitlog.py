@@ -493,7 +493,6 @@ class CommitLog:
         lengths); a record failing any goes through :meth:`read`, which raises the error a single read
         gives or returns the record found there (then its fields are returned)."""
         records: list[codec.RawRecord] = []
-        split = codec.split_checked
         for data, first, run in self._runs(locations, limit):
             if data is None:
                 offset, size, tags_code, queue_offset = run[0]
@@ -503,7 +502,7 @@ class CommitLog:
                 continue
             view = memoryview(data)
             for offset, size, tags_code, queue_offset in run:
-                checked = split(
+                checked = codec.split_checked(  # a direct native call when compiled (no boxed arguments)
                     data, offset - first, view, offset, size, queue_id, queue_offset, tags_code, topic
                 )
                 if checked is None:  # the general read's error, or the record found there, checked
