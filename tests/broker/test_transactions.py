@@ -188,8 +188,9 @@ async def test_transaction_with_delay_is_delayed_from_commit(broker: Broker, clo
 
 
 async def test_snapshot_with_early_decisions_restores_them(tmp_path: Path, clock: FakeClock) -> None:
-    """Decided halves the cursor has not reached are in the snapshot (written from cached fragments,
-    the same document json.dumps writes); after a restart they are neither checked nor decided again."""
+    """Decided halves the cursor has not reached are rebuilt after a restart from the op records the
+    snapshot points at (``early_from``; they are not in the snapshot itself): they are neither checked
+    nor decided again."""
     import json
 
     config = make_config(tmp_path)
@@ -208,13 +209,16 @@ async def test_snapshot_with_early_decisions_restores_them(tmp_path: Path, clock
     text = service.snapshot_json()
     document = json.loads(text)
     assert text == json.dumps(document, sort_keys=True, separators=(",", ":"))
-    assert len(document["early"]) == 3 and len(document["watched"]) == 1
+    assert "early" not in document and len(document["watched"]) == 1
+    early = dict(service._early)
+    assert len(early) == 3
     service.save()
     await broker.close()
 
     broker = await Broker.open(config, clock=clock)
     try:
         assert json.loads(broker.transactions.snapshot_json()) == document
+        assert broker.transactions._early == early  # the conflict included
         channel = attach_producer(broker, "p1", "pg")
         clock.advance(60_000)
         await broker.tick(clock.now_ms())

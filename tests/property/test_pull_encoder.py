@@ -184,3 +184,18 @@ def test_split_rejects_records_that_do_not_check_out() -> None:
     assert codec.split_checked(good, 0, view, 65, len(good)) is None, "misdirected"
     assert codec.split_checked(good, 0, view, 64, len(good) - 1) is None, "not the unit's size"
     assert codec.split_checked(good[:-1], 0, memoryview(good[:-1]), 64, len(good)) is None, "cut short"
+
+
+def test_split_checked_holds_a_record_to_its_unit() -> None:
+    """With the unit's queue (``queue_id`` >= 0) the record must also be that topic's, at that queue id,
+    queue offset and tags code: a ConsumeQueue unit damaged on disk names another sound record."""
+    f = codec.RecordFields(b"Topic", 3, b"body", b"", 77, 0, 0, 1, b"h", 0, 0)
+    good = codec.encode(f, store_host=b"s", queue_offset=9, physical_offset=64, store_timestamp_ms=2)
+    view = memoryview(good)
+    size = len(good)
+    assert codec.split_checked(good, 0, view, 64, size, 3, 9, 77, b"Topic") == codec.split(good)
+    for queue_id, queue_offset, tags, topic in [
+        (2, 9, 77, b"Topic"), (3, 8, 77, b"Topic"), (3, 9, 76, b"Topic"), (3, 9, 77, b"Topix"),
+        (3, 9, 77, b"Top"),
+    ]:  # fmt: skip
+        assert codec.split_checked(good, 0, view, 64, size, queue_id, queue_offset, tags, topic) is None

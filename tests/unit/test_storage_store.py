@@ -21,7 +21,8 @@ from txmq.common.errors import (
     StorageError,
 )
 from txmq.storage.api import PutRequest, ReadStatus, StoreConfig
-from txmq.storage.fs import FaultyFileSystem
+from txmq.storage.checkpoint import load_checkpoint
+from txmq.storage.fs import FaultyFileSystem, OsFileSystem
 from txmq.storage.store import MessageStore
 
 DATA = "/data"
@@ -237,3 +238,23 @@ def test_records_from_walks_the_log_across_segments_up_to_the_readable_end() -> 
     assert [r.body[:3] for r in walked] == [b"r%02d" % i for i in range(2, 8)]
     assert list(store.records_from(late.physical_offset)) == []
     assert [r.physical_offset for r in store.records_from(-1)] == [a.physical_offset for a in appended]
+
+
+def test_checkpoint_of_an_idle_store_writes_nothing(tmp_path: Path) -> None:
+    """The checkpoint task runs every second: an idle store must not rewrite an identical checkpoint
+    (two fsyncs and a rename on the event loop each time); a new record makes the next one write."""
+    store = MessageStore.open(StoreConfig(data_dir=str(tmp_path), segment_bytes=4096))
+    store.put_nowait(PutRequest("T", 0, b"first"))
+    store.flush()
+    store.checkpoint()
+    path = tmp_path / "checkpoint"
+    path.rename(tmp_path / "checkpoint.seen")  # a write would put it back
+    for _ in range(3):
+        store.checkpoint()
+    assert not path.exists()
+    (tmp_path / "checkpoint.seen").rename(path)
+    store.put_nowait(PutRequest("T", 0, b"second"))
+    store.flush()
+    store.checkpoint()
+    saved = load_checkpoint(OsFileSystem(), str(tmp_path))
+    assert saved is not None and saved.dispatched_offset == store.dispatched_offset > 0

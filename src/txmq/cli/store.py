@@ -97,6 +97,11 @@ def _print_report(report: VerifyReport, config: list[str]) -> None:
             f"(log offset {problem.offset}): {problem.reason}; "
             f"{problem.records_after} valid record(s) / {problem.bytes_after} bytes after it"
         )
+    for unit in report.queue_problems:
+        typer.echo(
+            f"problem:    CONSUMEQUEUE UNIT (repair rebuilds it from the log): {unit.topic}/{unit.queue_id} "
+            f"queue offset {unit.queue_offset}: {unit.reason}"
+        )
 
 
 @store_app.command("verify")

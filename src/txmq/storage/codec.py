@@ -395,17 +395,29 @@ def split(buf: bytes, pos: int = 0) -> RawRecord:
     return fields
 
 
-def split_checked(buf: bytes, pos: int, view: memoryview, offset: int, size: int) -> RawRecord | None:
+def split_checked(
+    buf: bytes,
+    pos: int,
+    view: memoryview,
+    offset: int,
+    size: int,
+    queue_id: int = -1,
+    queue_offset: int = 0,
+    tags_code: int = 0,
+    topic: bytes = b"",
+) -> RawRecord | None:
     """The fields of the record at ``buf[pos:]`` (``view`` is ``memoryview(buf)``) if it is the
     record a ConsumeQueue unit ``(offset, size)`` points at and is whole: magic, size, stored physical
-    offset, CRC32C over header and body, inner lengths adding up. None otherwise (the caller then
+    offset, CRC32C over header and body, inner lengths adding up; with ``queue_id`` >= 0 also the
+    unit's tags code, and ``topic``'s record at that queue id and queue offset (a unit damaged on disk
+    names another record). None otherwise (the caller then
     reads it the general way, :func:`decode`, for the precise error). No dataclass, no text decoding:
     the pull path's read (``CommitLog.read_many_raw``)."""
     end_of_record = pos + size
     if end_of_record > len(buf) or size < RECORD_BYTES_MIN:
         return None
-    (magic, stored_size, crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts, store_ts,
-     tags_code, reconsume, prepared) = HEADER.unpack_from(buf, pos)  # fmt: skip
+    (magic, stored_size, crc, stored_queue_id, flag, stored_queue_offset, physical_offset, sys_flag, born_ts,
+     store_ts, stored_tags, reconsume, prepared) = HEADER.unpack_from(buf, pos)  # fmt: skip
     if (
         magic != MAGIC
         or stored_size != size
@@ -414,7 +426,26 @@ def split_checked(buf: bytes, pos: int, view: memoryview, offset: int, size: int
     ):
         return None
     names_start = pos + HEADER_BYTES
-    p = names_start + 2 + ((buf[names_start] << 8) | buf[names_start + 1])  # the born host's length
+    topic_end = names_start + 2 + ((buf[names_start] << 8) | buf[names_start + 1])
+    if queue_id >= 0:
+        # typed locals: compiled, each compare is of C integers (the unpacked fields are objects)
+        stored_id: int = stored_queue_id
+        stored_at: int = stored_queue_offset
+        stored_code: int = stored_tags
+        length = len(topic)
+        if (
+            stored_id != queue_id
+            or stored_at != queue_offset
+            or stored_code != tags_code
+            or topic_end - names_start - 2 != length
+            or topic_end > end_of_record
+        ):
+            return None
+        at = names_start + 2
+        for k in range(length):  # no slice, no iterator: a few instructions a byte
+            if buf[at + k] != topic[k]:
+                return None
+    p = topic_end  # the born host's length
     if p + 1 > end_of_record:
         return None
     p += 1 + buf[p]  # the store host's length
@@ -431,8 +462,8 @@ def split_checked(buf: bytes, pos: int, view: memoryview, offset: int, size: int
     end = p + ((buf[p - 4] << 24) | (buf[p - 3] << 16) | (buf[p - 2] << 8) | buf[p - 1])
     if end != end_of_record:
         return None
-    return (size, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts, store_ts, tags_code,
-            reconsume, prepared, names, properties, view[p:end])  # fmt: skip
+    return (size, stored_queue_id, flag, stored_queue_offset, physical_offset, sys_flag, born_ts, store_ts,
+            stored_tags, reconsume, prepared, names, properties, view[p:end])  # fmt: skip
 
 
 def _overrun(where: int) -> CorruptRecord:

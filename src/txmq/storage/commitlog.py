@@ -406,8 +406,10 @@ class CommitLog:
         return dirty
 
     # -- read
-    def read(self, physical_offset: int, limit: int) -> StoredRecord:
-        """The verified record at ``physical_offset`` (which must be below ``limit``)."""
+    def read(self, physical_offset: int, limit: int, quiet: bool = False) -> StoredRecord:
+        """The verified record at ``physical_offset`` (which must be below ``limit``). ``quiet``: a
+        damaged record is not logged (the caller judges first whether the log or its pointer is wrong,
+        then :meth:`note_damage`)."""
         if physical_offset < 0:
             raise InvalidOffset(f"physical offset {physical_offset} is negative")
         if physical_offset >= limit:
@@ -425,28 +427,39 @@ class CommitLog:
                 data = segment.handle.read_at(pos, size)
             return codec.decode(data, 0, offset=physical_offset)
         except CorruptRecord as exc:
-            raise self._damaged(exc, segment.path, physical_offset) from None
+            raise self._damaged(exc, segment.path, physical_offset, quiet) from None
 
-    def _damaged(self, exc: CorruptRecord, segment_path: str, physical_offset: int) -> CorruptRecord:
+    def _damaged(
+        self, exc: CorruptRecord, segment_path: str, physical_offset: int, quiet: bool = False
+    ) -> CorruptRecord:
         """The error a read of a damaged record gives: what is wrong, where, and what the operator
         runs; the broker's log says it once per record (not once per pull that reaches it)."""
-        message = damaged_record_message(exc.message, segment_path, physical_offset)
+        error = CorruptRecord(damaged_record_message(exc.message, segment_path, physical_offset),
+                              offset=physical_offset)  # fmt: skip
+        if not quiet:
+            self.note_damage(error)
+        return error
+
+    def note_damage(self, error: CorruptRecord) -> None:
+        """Log a damaged record's error, once per record."""
+        physical_offset = error.offset
         if physical_offset not in self._damage_logged:
             if len(self._damage_logged) < limits.damaged_records_logged_max:
                 self._damage_logged.add(physical_offset)
-            _LOG.error("%s", message)
-        return CorruptRecord(message, offset=physical_offset)
+            _LOG.error("%s", error.message)
 
     def _runs(
-        self, locations: Sequence[tuple[int, int]], limit: int
-    ) -> Iterator[tuple[bytes | None, int, Sequence[tuple[int, int]]]]:
-        """Ascending ``(offset, size)`` locations split into runs of nearby records in one segment,
-        each read with one pread: ``(data, first offset, the run's locations)``. A location the log
-        cannot serve that way (outside it, beyond ``limit``) comes alone with ``data`` None."""
+        self, locations: Sequence[tuple[int, int, int, int]], limit: int
+    ) -> Iterator[tuple[bytes | None, int, Sequence[tuple[int, int, int, int]]]]:
+        """Ascending ``(offset, size, tags code, queue offset)`` locations split into runs of nearby
+        records in one segment, each read with one pread: ``(data, first offset, the run's
+        locations)``. A location the log cannot serve that way (outside it, beyond ``limit``) comes
+        alone with ``data`` None."""
         i, count = 0, len(locations)
         while i < count:
-            first, first_size = locations[i]
-            segment = self.segments.locate(first) if 0 <= first < limit else None
+            first, first_size, _, _ = locations[i]
+            sound = 0 <= first < limit and codec.RECORD_BYTES_MIN <= first_size <= codec.RECORD_BYTES_MAX
+            segment = self.segments.locate(first) if sound else None
             if segment is None:
                 yield None, first, locations[i : i + 1]
                 i += 1
@@ -454,16 +467,25 @@ class CommitLog:
             bound = min(limit, segment.base + self.segment_bytes, first + _SPAN_BYTES_MAX)
             j, end = i + 1, first + first_size
             while j < count:
-                offset, size = locations[j]
-                if offset < end or offset + size > bound:
+                offset, size, _, _ = locations[j]
+                if offset < end or offset + size > bound or size < codec.RECORD_BYTES_MIN:
                     break
                 end = offset + size
                 j += 1
             yield segment.handle.read_at(first - segment.base, end - first), first, locations[i:j]
             i = j
 
-    def read_many_raw(self, locations: Sequence[tuple[int, int]], limit: int) -> list[codec.RawRecord]:
-        """The verified records at ascending ``(offset, size)`` locations (a queue's units), one pread
+    def read_many_raw(
+        self,
+        locations: Sequence[tuple[int, int, int, int]],
+        limit: int,
+        quiet: bool = False,
+        topic: bytes = b"",
+        queue_id: int = -1,
+    ) -> list[codec.RawRecord]:
+        """The verified records at ascending ``(offset, size, tags code, queue offset)`` locations (a
+        queue's units; with ``queue_id`` >= 0 each record must also be the one its unit names: that tags
+        code, topic, queue id and queue offset, else CorruptRecord, never logged), one pread
         per run of nearby records in one segment instead of one per record, each as its raw fields
         (:func:`codec.split_checked`: no dataclass, no text decoding, the body a view of the pread buffer;
         ``codec.stored_record`` makes the StoredRecord of one). The checks are those of :meth:`read`
@@ -471,20 +493,46 @@ class CommitLog:
         lengths); a record failing any goes through :meth:`read`, which raises the error a single read
         gives or returns the record found there (then its fields are returned)."""
         records: list[codec.RawRecord] = []
-        split = codec.split_checked
         for data, first, run in self._runs(locations, limit):
             if data is None:
-                records.append(self._read_raw(first, limit))
+                offset, size, tags_code, queue_offset = run[0]
+                fields = self._read_raw(offset, limit, quiet)
+                self._check_unit(fields, offset, size, tags_code, queue_offset, topic, queue_id)
+                records.append(fields)
                 continue
             view = memoryview(data)
-            for offset, size in run:
-                fields = split(data, offset - first, view, offset, size)
-                records.append(self._read_raw(offset, limit) if fields is None else fields)
+            for offset, size, tags_code, queue_offset in run:
+                checked = codec.split_checked(  # a direct native call when compiled (no boxed arguments)
+                    data, offset - first, view, offset, size, queue_id, queue_offset, tags_code, topic
+                )
+                if checked is None:  # the general read's error, or the record found there, checked
+                    checked = self._read_raw(offset, limit, quiet)
+                    self._check_unit(checked, offset, size, tags_code, queue_offset, topic, queue_id)
+                records.append(checked)
         return records
 
-    def _read_raw(self, physical_offset: int, limit: int) -> codec.RawRecord:
+    @staticmethod
+    def _check_unit(
+        fields: codec.RawRecord, offset: int, size: int, tags_code: int, queue_offset: int, topic: bytes,
+        queue_id: int,
+    ) -> None:  # fmt: skip
+        """The slow path's check that a record is the one its ConsumeQueue unit names (see
+        :meth:`read_many_raw`; the fast path's is in :func:`codec.split_checked`)."""
+        if queue_id < 0:
+            return
+        if (
+            fields[0] != size or fields[1] != queue_id or fields[3] != queue_offset or fields[8] != tags_code
+            or codec.names_of(fields[11])[0] != topic
+        ):  # fmt: skip
+            raise CorruptRecord(
+                f"the record at log offset {offset} is not the one its ConsumeQueue unit names "
+                f"(queue offset {queue_offset})",
+                offset=offset,
+            )
+
+    def _read_raw(self, physical_offset: int, limit: int, quiet: bool) -> codec.RawRecord:
         """The slow path of :meth:`read_many_raw`: a full read (its errors), then the record's fields."""
-        record = self.read(physical_offset, limit)
+        record = self.read(physical_offset, limit, quiet)
         segment = self.segments.locate(physical_offset)
         invariant(segment is not None, "read() found the segment")
         assert segment is not None

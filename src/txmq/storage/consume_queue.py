@@ -260,6 +260,21 @@ class ConsumeQueue:
             result += self.raw_units(offset + count, max_count - count)
         return result
 
+    def rewrite_unit(self, queue_offset: int, physical_offset: int, size: int, tags_code: int) -> None:
+        """Overwrite the unit at ``queue_offset`` in place and sync its file: a damaged unit rebuilt
+        from its record in the log (the only truth)."""
+        invariant(not self._pending, "rewrite only with nothing buffered")
+        for file in self.files:
+            if file.base <= queue_offset < file.base + file.count:
+                file.handle.write_at(
+                    (queue_offset - file.base) * UNIT_BYTES, UNIT.pack(physical_offset, size, tags_code)
+                )
+                file.handle.sync()
+                break
+        else:
+            invariant(False, f"a unit at queue offset {queue_offset} exists")
+        self._refresh_max_physical()
+
     def _files_from(self, queue_offset: int) -> list[_File]:
         for i, file in enumerate(self.files):
             if queue_offset < file.base + file.count:
@@ -279,15 +294,17 @@ class ConsumeQueue:
         return low
 
     def retire_below(self, log_min_offset: int) -> None:
-        """Advance min_offset past units whose records were deleted; remove fully retired files."""
-        while len(self.files) > 1 and self._unit_physical(self.files[1], 0) <= log_min_offset:
+        """Advance min_offset past units whose records were deleted; remove fully retired files. A
+        negative log offset is a damaged unit (a flipped sign bit), never a retired one: it retires
+        nothing (the read that reaches it rebuilds it from the log)."""
+        while len(self.files) > 1 and 0 <= self._unit_physical(self.files[1], 0) < log_min_offset:
             first = self.files.pop(0)
             first.handle.close()
             self.fs.remove(first.path)
         low, high = max(self.min_offset, self.files[0].base if self.files else 0), self.max_offset
         while low < high:
             mid = (low + high) // 2
-            if self.units(mid, 1)[0].physical_offset < log_min_offset:
+            if 0 <= self.units(mid, 1)[0].physical_offset < log_min_offset:
                 low = mid + 1
             else:
                 high = mid

@@ -151,7 +151,7 @@ def _unit_matches(log: CommitLog, unit: QueueUnit, topic: str, queue_id: int, li
         # (size 0) is still garbage
         return unit.size > 0
     try:
-        record = log.read(unit.physical_offset, limit)
+        record = log.read(unit.physical_offset, limit, True)  # a damaged unit is no damaged record
     except TxmqError:
         return False
     return (

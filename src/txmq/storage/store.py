@@ -31,6 +31,7 @@ from typing import Any
 from txmq.common import limits, names
 from txmq.common.clock import Clock, SystemClock
 from txmq.common.errors import (
+    CorruptRecord,
     DiskFull,
     InvalidArgument,
     InvalidOffset,
@@ -107,6 +108,8 @@ class MessageStore:
         self._dispatch_wake = asyncio.Event()
         self._closed = False
         self._inflight: asyncio.Future[None] | None = None
+        # what the last checkpoint recorded (offsets and queue ends): an unchanged one is not written
+        self._checkpointed: tuple[int, int, tuple[tuple[str, int, int], ...] | None] | None = None
         # Deterministic simulation hook: with no background tasks (``start`` never called), every
         # append is fsynced and dispatched before it returns, one group commit per append. Off in
         # production; the acknowledgement rules (ack only after fsync in SYNC mode) are unchanged.
@@ -251,7 +254,8 @@ class MessageStore:
         self.run_once()
 
     def checkpoint(self) -> None:
-        """Make ConsumeQueues and the index durable, then record how far they go."""
+        """Make ConsumeQueues and the index durable, then record how far they go (unless the last
+        checkpoint recorded the same: the checkpoint task runs every second, idle or not)."""
         if self._log.fence_reason is not None:
             return
         flushed = self._commit.flushed_offset
@@ -261,8 +265,11 @@ class MessageStore:
         ends = None
         if dispatched == self._dispatcher.dispatched_offset:  # the queues hold exactly what is before it
             ends = tuple((t, q, queue.max_offset) for (t, q), queue in self._queues.queues.items())
+        if (dispatched, flushed, ends) == self._checkpointed:
+            return  # an idle store writes nothing (the file on disk says the same; its time is unused)
         checkpoint = Checkpoint(dispatched, flushed, self.clock.now_ms(), ends)
         save_checkpoint(self.fs, self.config.data_dir, checkpoint)
+        self._checkpointed = (dispatched, flushed, ends)
 
     def _visible_limit(self) -> int:
         return self._commit.flushed_offset if self._sync else self._log.written_offset
@@ -384,21 +391,31 @@ class MessageStore:
 
     def read_queue(self, topic: str, queue_id: int, queue_offset: int, max_count: int,
                    max_bytes: int = limits.pull_bytes_max) -> QueueRead:  # fmt: skip
+        return self._read_queue(topic, queue_id, queue_offset, max_count, max_bytes, True)
+
+    def _read_queue(self, topic: str, queue_id: int, queue_offset: int, max_count: int, max_bytes: int,
+                    repair: bool) -> QueueRead:  # fmt: skip
         queue, miss = self._locate(topic, queue_id, queue_offset, max_count)
         if queue is None:
             return QueueRead(*miss)
         low, high = queue.min_offset, queue.max_offset
-        locations: list[tuple[int, int]] = []
+        locations: list[tuple[int, int, int, int]] = []
         total = 0
-        for unit in queue.units(queue_offset, min(max_count, limits.pull_batch_max)):
-            if locations and total + unit.size > max_bytes:
+        at = queue_offset
+        units = queue.raw_units(queue_offset, min(max_count, limits.pull_batch_max))
+        for physical_offset, size, tags_code in units:
+            if locations and total + size > max_bytes:
                 break
-            locations.append((unit.physical_offset, unit.size))
-            total += unit.size
+            locations.append((physical_offset, size, tags_code, at))
+            total += size
+            at += 1
+        raws = self._read_units(topic, queue_id, queue, queue_offset, len(locations), locations, repair)
+        if raws is None:  # a damaged unit was rebuilt from the log: read again
+            return self._read_queue(topic, queue_id, queue_offset, max_count, max_bytes, False)
         # the raw read (one header unpack per record) and StoredRecords from its fields: the records
         # a full decode per record gives, at about half its cost (receives read every message here)
         stored = codec.stored_record
-        records = [stored(raw) for raw in self._log.read_many_raw(locations, self._visible_limit())]
+        records = [stored(raw) for raw in raws]
         return QueueRead(ReadStatus.FOUND, records, queue_offset + len(records), low, high)
 
     def read_queue_raw(self, topic: str, queue_id: int, queue_offset: int, max_count: int,
@@ -409,23 +426,125 @@ class MessageStore:
         Same units, same byte budget, same next offset. With ``tags_codes``, units whose tags code is
         not in it are passed over without reading their records (hash collisions still come back:
         the caller checks the tag itself)."""
+        return self._read_queue_raw(topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, True)
+
+    def _read_queue_raw(self, topic: str, queue_id: int, queue_offset: int, max_count: int, max_bytes: int,
+                        tags_codes: frozenset[int] | None, repair: bool) -> RawQueueRead:  # fmt: skip
         queue, miss = self._locate(topic, queue_id, queue_offset, max_count)
         if queue is None:
             return RawQueueRead(*miss)
         low, high = queue.min_offset, queue.max_offset
-        locations: list[tuple[int, int]] = []
+        locations: list[tuple[int, int, int, int]] = []
         total = counted = 0
         for physical_offset, size, tags_code in queue.raw_units(
             queue_offset, min(max_count, limits.pull_batch_max)
         ):
             if counted and total + size > max_bytes:
                 break
+            if tags_codes is None or tags_code in tags_codes:
+                locations.append((physical_offset, size, tags_code, queue_offset + counted))
             counted += 1
             total += size
-            if tags_codes is None or tags_code in tags_codes:
-                locations.append((physical_offset, size))
-        records = self._log.read_many_raw(locations, self._visible_limit()) if locations else []
+        records = self._read_units(topic, queue_id, queue, queue_offset, counted, locations, repair)
+        if records is None:  # a damaged unit was rebuilt from the log: read again
+            return self._read_queue_raw(
+                topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, False
+            )
         return RawQueueRead(ReadStatus.FOUND, records, queue_offset + counted, low, high)
+
+    def _read_units(
+        self,
+        topic: str,
+        queue_id: int,
+        queue: ConsumeQueue,
+        first: int,
+        counted: int,
+        locations: list[tuple[int, int, int, int]],
+        repair: bool,
+    ) -> list[codec.RawRecord] | None:
+        """The records at ``locations`` (``(log offset, size, tags code, queue offset)`` of units in the
+        ``counted`` units the read covers from queue offset ``first``), each checked to be the one its
+        unit names: its log offset, size and tags code, this topic and queue, this queue offset (in
+        ``codec.split_checked``, on fields it unpacks anyway). A ConsumeQueue unit damaged on disk (a
+        flipped bit) points elsewhere, at another record or at none; then the units are checked against
+        the log and a damaged one is rebuilt from it (:meth:`_repair_units`) and None returned: the
+        caller reads again. An error with every unit intact is the log's own damage (logged once per
+        record), raised."""
+        if not locations:
+            return []
+        try:
+            return self._log.read_many_raw(
+                locations, self._visible_limit(), True, _topic_bytes(topic), queue_id
+            )
+        except (InvalidOffset, CorruptRecord) as exc:
+            if repair and self._repair_units(topic, queue_id, queue, first, counted):
+                return None
+            if isinstance(exc, CorruptRecord):
+                self._log.note_damage(exc)
+            raise
+
+    def _unit_holds(self, topic: str, queue_id: int, queue_offset: int, unit: tuple[int, int, int]) -> bool:
+        """Whether the record ``unit`` names is the one for ``queue_offset`` of this queue."""
+        physical_offset, size, tags_code = unit
+        if 0 <= physical_offset < self._log.segments.min_offset():
+            return size > 0  # its segment was removed by retention: nothing to check it against
+        try:
+            record = self._log.read(physical_offset, self._visible_limit(), True)
+        except (InvalidOffset, CorruptRecord):
+            return False
+        return (
+            record.topic == topic and record.queue_id == queue_id and record.queue_offset == queue_offset
+            and record.size == size and record.tags_code == tags_code
+        )  # fmt: skip
+
+    def _repair_units(self, topic: str, queue_id: int, queue: ConsumeQueue, first: int, count: int) -> bool:
+        """Check the units ``[first, first + count)`` against the log; rebuild every damaged one (and any
+        damaged neighbours) from the records the log holds between the intact units around them, and
+        log it. False when none was rebuilt: every unit is intact, or the log lacks the records (a
+        damaged record stops its scan), which the read's own error then names."""
+
+        def holds(queue_offset: int) -> bool:
+            units = queue.raw_units(queue_offset, 1)
+            return bool(units) and self._unit_holds(topic, queue_id, queue_offset, units[0])
+
+        bad = [q for q in range(first, first + count) if not holds(q)]
+        rebuilt = False
+        limit = self._visible_limit()
+        low_end = queue.min_offset
+        for start in bad:
+            if start < low_end:
+                continue  # rebuilt with an earlier run
+            end = start + 1
+            while start > queue.min_offset and not holds(start - 1):
+                start -= 1
+            while end < queue.max_offset and not holds(end):
+                end += 1
+            low_end = end
+            if start > queue.min_offset:
+                before = queue.raw_units(start - 1, 1)[0]
+                scan_from = before[0] + before[1]
+            else:
+                scan_from = self._log.segments.min_offset()
+            scan_to = queue.raw_units(end, 1)[0][0] if end < queue.max_offset else limit
+            found: dict[int, StoredRecord] = {}
+            for record in records_from(self._log.segments, scan_from, limit):
+                if record.physical_offset >= scan_to:
+                    break
+                mine = record.topic == topic and record.queue_id == queue_id
+                if mine and start <= record.queue_offset < end:
+                    found[record.queue_offset] = record
+            if any(q not in found for q in range(start, end)):
+                continue  # the log lacks a record there (its own damage): the read's error says so
+            for q in range(start, end):
+                record = found[q]
+                queue.rewrite_unit(q, record.physical_offset, record.size, record.tags_code)
+            _LOG.error(
+                "ConsumeQueue %s/%d: units at queue offsets %d-%d did not name their records (damaged on "
+                "disk); rebuilt from the CommitLog",
+                topic, queue_id, start, end - 1,
+            )  # fmt: skip
+            rebuilt = True
+        return rebuilt
 
     def _locate(
         self, topic: str, queue_id: int, queue_offset: int, max_count: int
@@ -635,6 +754,19 @@ def _check_records(topic: str, columns: codec.Columns) -> None:
     ):
         for row in zip(*columns, strict=True):
             _check_fields(topic, _new_tuple(codec.RecordFields, row))
+
+
+_TOPIC_BYTES: dict[str, bytes] = {}
+
+
+def _topic_bytes(topic: str) -> bytes:
+    """``topic`` encoded, as a record's names part holds it (cached: a read checks each record's)."""
+    encoded = _TOPIC_BYTES.get(topic)
+    if encoded is None:
+        encoded = topic.encode()
+        if len(_TOPIC_BYTES) < _VALID_TOPICS_MAX:
+            _TOPIC_BYTES[topic] = encoded
+    return encoded
 
 
 # The column checks are loops here, not min/max over maps: compiled, an element costs a few dozen

@@ -1,15 +1,18 @@
 """Offline checks and repair of a store directory (``txmq store verify`` / ``txmq store repair``).
 
-``verify_store`` walks every record of every segment and checks every CRC, without changing
-anything. ``repair_store`` cuts a torn tail, and for mid-log corruption first copies every affected
+``verify_store`` walks every record of every segment and checks every CRC, then (when the log is
+sound) checks every ConsumeQueue unit the checkpoint covers against the record it names, without
+changing anything. ``repair_store`` cuts a torn tail, and for mid-log corruption first copies every affected
 segment to ``<data_dir>/quarantine/`` and then (only when confirmed) truncates at the bad record,
 reporting exactly how many records and bytes after it are lost. ConsumeQueues, the index and the
-checkpoint are then removed so the next open rebuilds them from the log.
+checkpoint are then removed so the next open rebuilds them from the log (also all that is done when
+only ConsumeQueue units are damaged).
 """
 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,6 +20,7 @@ from txmq.common.errors import CorruptRecord
 from txmq.storage import codec
 from txmq.storage.api import StoredRecord
 from txmq.storage.checkpoint import CHECKPOINT_FILE, load_checkpoint, load_layout
+from txmq.storage.consume_queue import UNIT, UNIT_BYTES
 from txmq.storage.fs import FileSystem
 from txmq.storage.segment import (
     Segment,
@@ -25,6 +29,7 @@ from txmq.storage.segment import (
     has_valid_record_after,
     holds_record,
     judge_stop,
+    parse_segment_name,
     scan_segment,
     zeros_from,
 )
@@ -41,6 +46,19 @@ class Problem:
     bytes_after: int  # bytes from the bad record to the end of the log
 
 
+@dataclass(frozen=True, slots=True)
+class QueueProblem:
+    """A ConsumeQueue unit that does not name its record (damaged on disk; rebuilt from the log)."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    physical_offset: int  # the unit's fields as found
+    size: int
+    tags_code: int
+    reason: str
+
+
 @dataclass(slots=True)
 class VerifyReport:
     data_dir: str
@@ -52,10 +70,12 @@ class VerifyReport:
     last_offset: int | None = None
     checkpoint: str = "missing"
     problems: list[Problem] = field(default_factory=list)
+    queue_units: int = 0  # ConsumeQueue units checked against the log
+    queue_problems: list[QueueProblem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.queue_problems
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}
@@ -86,9 +106,88 @@ def verify_store(fs: FileSystem, data_dir: str, segment_bytes: int | None = None
             report.problems.append(
                 Problem(tail.path, end - tail.base, end, ends_before_floor_reason(end, floor), True, 0, 0)
             )
+        if not report.problems:  # a damaged log makes repair rebuild every queue anyway
+            _verify_queues(fs, data_dir, segments, report)
         return report
     finally:
         segments.close()
+
+
+def _verify_queues(fs: FileSystem, data_dir: str, segments: SegmentList, report: VerifyReport) -> None:
+    """Check every ConsumeQueue unit the checkpoint says is durable (its recorded queue ends, else the
+    units of records before its dispatched offset; units after that are rebuilt at open) against the
+    record it names: there, of that size, tags code, topic, queue id and queue offset."""
+    try:
+        checkpoint = load_checkpoint(fs, data_dir)
+    except CorruptRecord:
+        return
+    if checkpoint is None:
+        return  # the next open rebuilds every queue from the start of the log
+    ends = {(t, q): n for t, q, n in checkpoint.queue_ends} if checkpoint.queue_ends is not None else None
+    log_min = segments.min_offset()
+    root = posixpath.join(data_dir, "consumequeue")
+    for topic in sorted(fs.list_dir(root)):
+        for queue_name in sorted(fs.list_dir(posixpath.join(root, topic))):
+            if not queue_name.isdecimal():
+                continue
+            queue_id = int(queue_name)
+            end = ends.get((topic, queue_id), 0) if ends is not None else None
+            for queue_offset, unit in _queue_units(fs, posixpath.join(root, topic, queue_name)):
+                if end is not None and queue_offset >= end:
+                    break
+                physical_offset, size, tags_code = unit
+                if end is None and physical_offset >= checkpoint.dispatched_offset:
+                    continue
+                if 0 <= physical_offset < log_min and size > 0:
+                    continue  # its segment was removed by retention
+                report.queue_units += 1
+                reason = _unit_mismatch(segments, topic, queue_id, queue_offset, unit)
+                if reason is not None:
+                    report.queue_problems.append(
+                        QueueProblem(topic, queue_id, queue_offset, physical_offset, size, tags_code, reason)
+                    )
+
+
+def _queue_units(fs: FileSystem, directory: str) -> Iterator[tuple[int, tuple[int, int, int]]]:
+    """``(queue offset, (log offset, size, tags code))`` of every whole unit in a queue's files."""
+    names = fs.list_dir(directory)
+    files = sorted((base, name) for name in names if (base := parse_segment_name(name)) is not None)
+    for base, name in files:
+        handle = fs.open(posixpath.join(directory, name))
+        try:
+            data = handle.read_at(0, handle.size() // UNIT_BYTES * UNIT_BYTES)
+        finally:
+            handle.close()
+        for i, unit in enumerate(UNIT.iter_unpack(data)):
+            yield base + i, unit
+
+
+def _unit_mismatch(
+    segments: SegmentList, topic: str, queue_id: int, queue_offset: int, unit: tuple[int, int, int]
+) -> str | None:
+    """Why the unit does not name its record (None when it does)."""
+    physical_offset, size, tags_code = unit
+    segment = segments.locate(physical_offset) if physical_offset >= 0 else None
+    if segment is None:
+        return f"log offset {physical_offset} is not in the log"
+    position = physical_offset - segment.base
+    header = segment.handle.read_at(position, codec.HEADER_BYTES)
+    if len(header) < codec.HEADER_BYTES:
+        return f"no record starts at log offset {physical_offset}"
+    magic, stored_size = codec.HEADER.unpack(header)[:2]
+    if magic != codec.MAGIC or stored_size != size:
+        return f"no record of {size} bytes starts at log offset {physical_offset}"
+    try:
+        record = codec.decode(segment.handle.read_at(position, size), 0, offset=physical_offset)
+    except CorruptRecord as exc:
+        return f"the record at log offset {physical_offset} is damaged: {exc.message}"
+    found = (record.topic, record.queue_id, record.queue_offset, record.tags_code)
+    if found != (topic, queue_id, queue_offset, tags_code):
+        return (
+            f"the record at log offset {physical_offset} is {record.topic}/{record.queue_id} queue offset "
+            f"{record.queue_offset} tags code {record.tags_code}, not this unit's"
+        )
+    return None
 
 
 def _checkpoint_state(fs: FileSystem, data_dir: str) -> str:
@@ -183,6 +282,10 @@ def repair_store(
     result = RepairResult()
     if report.ok:
         result.actions.append("no problems found; nothing to repair")
+        return result
+    if not report.problems:  # the log is sound, some ConsumeQueue units are not
+        result.actions.append(f"{len(report.queue_problems)} ConsumeQueue unit(s) do not name their records")
+        _drop_derived(fs, data_dir, result)
         return result
     problem = report.problems[0]
     segments = open_segments(fs, data_dir, segment_bytes)

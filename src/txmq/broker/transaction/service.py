@@ -15,8 +15,11 @@ In memory: a cursor over the half queue (everything before it was examined once 
 the messages past the cursor still pending or discarded (``_watched``, with a due-time heap), and folded
 histories of messages the cursor has not reached yet (``_early``: decisions arrive within the timeout,
 so this holds about rate x timeout entries). The cost of a round grows with what is due, not with what is
-pending. A snapshot (cursor, watched, early, op offset applied) is saved periodically; at start the op
-records after the snapshot are replayed, so nothing is counted twice and nothing is forgotten.
+pending. A snapshot (cursor, watched, op offset applied, and ``early_from``: the op queue offset from which
+the op records rebuild ``_early``) is saved periodically, when it changed; at start the op records are
+replayed from ``early_from``, those before the offset applied only into ``_early``, so nothing is counted
+twice and nothing is forgotten. The early records themselves are not in the snapshot: it stays as small
+as what is watched, not rate x timeout records rewritten every second, and an idle broker writes nothing.
 
 The decision rules are pure functions in :mod:`.model` and :mod:`.decide`; this module does the I/O.
 """
@@ -120,6 +123,9 @@ class TransactionService:
         self._op_applied = 0  # op queue offsets below this are reflected in memory
         self._watched: dict[int, Watch] = {}
         self._early: dict[int, TxnRecord] = {}
+        # (op queue offset, half offset) of each op that started an early record, oldest first: the
+        # first whose half is still early is where a restart replays the op log from (``early_from``)
+        self._early_starts: deque[tuple[int, int]] = deque()
         # watched halves just resolved: their op records may not be in the key index yet (dispatch is
         # asynchronous), and a decision arriving meanwhile (a check-back answer racing the producer's
         # commit) must see the resolution, not an empty op log (PENDING: committed twice). Bounded.
@@ -458,7 +464,11 @@ class TransactionService:
             if half_offset in self._resolved:  # e.g. a check sent while the commit was being stored
                 self._resolved[half_offset] = step(self._resolved[half_offset], event)
                 return
-            self._early[half_offset] = step(self._early.get(half_offset, _NEW), event)
+            early = self._early.get(half_offset)
+            if early is None:
+                early = _NEW
+                self._early_starts.append((op_queue_offset, half_offset))
+            self._early[half_offset] = step(early, event)
             return
         watch.record = step(watch.record, event)
         if watch.record.state.is_terminal:
@@ -709,43 +719,60 @@ class TransactionService:
         self._saved_payload = payload
 
     def snapshot_json(self) -> str:
-        """The snapshot document as JSON text: ``{"cursor", "early", "op_applied", "watched"}``.
+        """The snapshot document as JSON text: ``{"cursor", "early_from", "op_applied", "watched"}``.
 
-        ``early`` holds about rate x timeout entries, nearly all decided with nothing else recorded; their
-        ``[offset, record]`` pairs are written from one cached fragment per state, which keeps a snapshot
-        of tens of thousands of them to a few milliseconds (json.dumps of the lists took ~1.6 us each,
-        every second, on the event loop). The document is the same one ``json.dumps`` would write.
+        Early records (decided halves the cursor has not reached, about rate x timeout of them) are not
+        in it: a restart rebuilds them from the op records from ``early_from`` on (see :meth:`recover`).
         """
         watched = [
             [o, _record_json(w.record), w.queue_offset, w.immunity_ms, w.producer_group, w.real_topic]
             for o, w in self._watched.items()
         ]
-        early = ",".join(
-            f"[{o},{_PLAIN_JSON[r.state]}]" if _is_plain(r) else _dumps([o, _record_json(r)])
-            for o, r in self._early.items()
-        )
         return (
-            f'{{"cursor":{self._cursor},"early":[{early}],"op_applied":{self._op_applied},'
+            f'{{"cursor":{self._cursor},"early_from":{self._early_from()},"op_applied":{self._op_applied},'
             f'"watched":{_dumps(watched)}}}'
         )
 
+    def _early_from(self) -> int:
+        """The op queue offset from which the op records rebuild every early record (the offset of the
+        op that started the oldest one still early; ``_op_applied`` when there is none)."""
+        starts, early = self._early_starts, self._early
+        while starts and starts[0][1] not in early:
+            starts.popleft()
+        return starts[0][0] if starts else self._op_applied
+
     async def recover(self) -> None:
-        """Load the snapshot, then replay the op records written after it."""
+        """Load the snapshot, then replay the op records: from ``early_from`` those before the offset
+        applied rebuild early records only (the watched ones hold them already), the later ones apply to
+        everything. A snapshot of an older version holds its early records itself (``early``)."""
         saved = self._meta.load_json(_FILE) or {}
         self._cursor = int(saved.get("cursor", 0))
-        self._op_applied = int(saved.get("op_applied", 0))
+        applied = self._op_applied = int(saved.get("op_applied", 0))
         for offset, rec, queue_offset, immunity, group, topic in saved.get("watched", []):
             self._watched[int(offset)] = Watch(_record_from(rec), int(queue_offset), immunity, group, topic)
             self._reschedule(int(offset), self._watched[int(offset)])
         for offset, rec in saved.get("early", []):
             self._early[int(offset)] = _record_from(rec)
-        low = max(self._op_applied, self._store.min_offset(names.OP_HALF_TOPIC, 0))
+            self._early_starts.append((applied, int(offset)))
+        # halves before this log offset were examined by the cursor: an op about one not watched is
+        # about a resolved half, and rebuilds nothing (it would make an early record never taken)
+        after_cursor = self._store.queue_units(names.HALF_TOPIC, 0, self._cursor, 1)
+        cursor_at = after_cursor[0].physical_offset if after_cursor else None
+        low = min(int(saved.get("early_from", applied)), applied)
+        low = max(low, self._store.min_offset(names.OP_HALF_TOPIC, 0))
         while True:
             read = self._store.read_queue(names.OP_HALF_TOPIC, 0, low, 512)
             for op in read.records:
                 half = props.decode(op.properties).get(_HALF_PROPERTY, "")
-                if half.isdecimal():
-                    self._apply(int(half), TxnEvent.decode(op.body), op.queue_offset)
+                if not half.isdecimal():
+                    continue
+                offset = int(half)
+                if offset in self._watched:
+                    if op.queue_offset < applied:
+                        continue  # the saved watched record holds it
+                elif cursor_at is None or offset < cursor_at:
+                    continue
+                self._apply(offset, TxnEvent.decode(op.body), op.queue_offset)
             if not read.records:
                 break
             low = read.next_offset
@@ -753,16 +780,6 @@ class TransactionService:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
-
-
-def _is_plain(record: TxnRecord) -> bool:
-    """Only its state is persisted with a non-default value (a decided early record)."""
-    return (
-        record.stored_ms is None
-        and record.checks_delivered == 0
-        and record.last_check_ms is None
-        and record.conflicts == 0
-    )
 
 
 def _record_json(record: TxnRecord) -> list[Any]:
@@ -773,9 +790,6 @@ def _record_json(record: TxnRecord) -> list[Any]:
         record.last_check_ms,
         record.conflicts,
     ]
-
-
-_PLAIN_JSON: Final = {state: _dumps(_record_json(TxnRecord(state=state))) for state in TxnState}
 
 
 def _record_from(data: list[Any]) -> TxnRecord:
