@@ -75,6 +75,7 @@ class OutputPump:
         for line in stream:  # type: ignore[attr-defined]
             self.lines.append(line)
             self._queue.put(line)
+        stream.close()  # type: ignore[attr-defined]  # at EOF: nothing else reads it (no unclosed-pipe warning)
         self._queue.put(None)
 
     def wait_for(self, needle: str, timeout_s: float) -> bool:
