@@ -5,37 +5,16 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .grpc_harness import BrokerProcess, Clients, official_client
+from .grpc_harness import BrokerProcess, Clients
 
 
 def _name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture(scope="module")
-def rmq(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return official_client(tmp_path_factory.mktemp("client-home"))
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    process = BrokerProcess(tmp_path_factory.mktemp("broker"))
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-def clients(rmq: Any, broker: BrokerProcess) -> Iterator[Clients]:
-    made = Clients(rmq, broker.endpoint)
-    yield made
-    made.close()
 
 
 class _Unknown:

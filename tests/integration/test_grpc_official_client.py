@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .grpc_harness import BrokerProcess, Clients, official_client, receive_all
+from .grpc_harness import BrokerProcess, Clients, receive_all
 
 BROKER_FLAGS = [
     "--transaction-timeout", "1s", "--transaction-check-interval", "1s", "--max-delivery-attempts", "3",
@@ -27,23 +27,11 @@ def _name(prefix: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def rmq(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return official_client(tmp_path_factory.mktemp("client-home"))
-
-
-@pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     process = BrokerProcess(tmp_path_factory.mktemp("broker"), extra_args=BROKER_FLAGS, config=BROKER_CONFIG)
     process.start()
     yield process
     process.stop()
-
-
-@pytest.fixture
-def clients(rmq: Any, broker: BrokerProcess) -> Iterator[Clients]:
-    made = Clients(rmq, broker.endpoint)
-    yield made
-    made.close()
 
 
 def _message(rmq: Any, topic: str, body: bytes, *, tag: str | None = None, key: str | None = None) -> Any:
