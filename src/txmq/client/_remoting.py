@@ -461,12 +461,10 @@ class RemotingTransport:
     def start_send(
         self, mq: MessageQueue, message: Message, *, producer_group: str, timeout_s: float, done: SendDone
     ) -> bool:
-        addr = self._broker_addrs.get(mq.broker_name)
-        channel = None if addr is None else self._pool.open_channel(addr)
-        if channel is None:
+        started = self.start_send_request(mq, message, producer_group=producer_group, timeout_s=timeout_s)
+        if started is None:
             return False
-        ext_json, body, message_id = self._single_request(mq, message, producer_group, mq.queue_id)
-        future = channel.start_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s)
+        future, message_id = started
         ids = [message_id]
 
         def answered(future: asyncio.Future[RemotingCommand]) -> None:

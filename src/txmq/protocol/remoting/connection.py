@@ -141,10 +141,7 @@ class RemotingConnection:
         remark: str | None = None,
     ) -> RemotingCommand:
         """A request with a fresh opaque (skipping any still pending); pass it to ``send``."""
-        opaque = self._next_opaque
-        while opaque in self._pending:
-            opaque = (opaque + 1) & _OPAQUE_MAX
-        self._next_opaque = (opaque + 1) & _OPAQUE_MAX
+        opaque = self._fresh_opaque()
         return RemotingCommand(
             code=int(code),
             opaque=opaque,
@@ -160,18 +157,11 @@ class RemotingConnection:
     def send_json_request(self, code: int, ext_json: str, body: bytes) -> tuple[int, bytes]:
         """``new_request(code, ext, body)`` and ``send`` of it, for a JSON connection, with the
         extFields already rendered (``ext_json``): ``(opaque, bytes)``; the request is pending."""
-        if self.serialize_type is not SerializeType.JSON:
-            raise LocalProtocolError("a pre-rendered JSON header needs a JSON connection")
-        if self._state is not ConnectionState.OPEN:
-            self._check_usable()  # raises in ERROR
-            raise LocalProtocolError("cannot send on a closed connection")
+        self._check_json_open()
         pending = self._pending
         if len(pending) >= self.max_pending:
             raise LocalProtocolError(f"{len(pending)} requests pending, the limit")
-        opaque = self._next_opaque
-        while opaque in pending:
-            opaque = (opaque + 1) & _OPAQUE_MAX
-        self._next_opaque = (opaque + 1) & _OPAQUE_MAX
+        opaque = self._fresh_opaque()
         data = frame.encode_json_request(code, self.language, self.version, opaque, 0, ext_json, body)
         pending[opaque] = code
         return opaque, data
@@ -179,17 +169,26 @@ class RemotingConnection:
     def send_json_oneway(self, code: int, ext_json: str) -> bytes:
         """``send(new_request(code, ext, oneway=True))`` for a JSON connection, with the extFields
         already rendered (``ext_json``) and no body: the frame's bytes (nothing becomes pending)."""
-        if self.serialize_type is not SerializeType.JSON:
-            raise LocalProtocolError("a pre-rendered JSON header needs a JSON connection")
-        if self._state is not ConnectionState.OPEN:
-            self._check_usable()  # raises in ERROR
-            raise LocalProtocolError("cannot send on a closed connection")
+        self._check_json_open()
+        opaque = self._fresh_opaque()
+        return frame.encode_json_request(code, self.language, self.version, opaque, RPC_ONEWAY, ext_json, b"")
+
+    def _fresh_opaque(self) -> int:
+        """The next opaque not pending (opaques wrap at 2^31 - 1)."""
         pending = self._pending
         opaque = self._next_opaque
         while opaque in pending:
             opaque = (opaque + 1) & _OPAQUE_MAX
         self._next_opaque = (opaque + 1) & _OPAQUE_MAX
-        return frame.encode_json_request(code, self.language, self.version, opaque, RPC_ONEWAY, ext_json, b"")
+        return opaque
+
+    def _check_json_open(self) -> None:
+        """Raise unless this is an open JSON connection (pre-rendered JSON headers need one)."""
+        if self.serialize_type is not SerializeType.JSON:
+            raise LocalProtocolError("a pre-rendered JSON header needs a JSON connection")
+        if self._state is not ConnectionState.OPEN:
+            self._check_usable()  # raises in ERROR
+            raise LocalProtocolError("cannot send on a closed connection")
 
     def send(self, cmd: RemotingCommand) -> bytes:
         """The bytes for ``cmd``; a two-way request becomes pending until its response arrives."""
