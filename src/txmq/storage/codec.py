@@ -418,10 +418,14 @@ def split_checked(
         return None
     (magic, stored_size, crc, stored_queue_id, flag, stored_queue_offset, physical_offset, sys_flag, born_ts,
      store_ts, stored_tags, reconsume, prepared) = HEADER.unpack_from(buf, pos)  # fmt: skip
+    # typed locals: compiled, the compares are of C integers, not rich compares of the unpacked objects
+    stored_magic: int = magic
+    stored_length: int = stored_size
+    stored_offset: int = physical_offset
     if (
-        magic != MAGIC
-        or stored_size != size
-        or physical_offset != offset
+        stored_magic != MAGIC
+        or stored_length != size
+        or stored_offset != offset
         or _crc32c(view[pos + 12 : end_of_record]) != crc
     ):
         return None
