@@ -155,16 +155,25 @@ def bare_server(loop: str, fsync: bool = False) -> Iterator[tuple[int, int]]:
 
 
 @contextmanager
-def txmq_broker(flush: str, src: str = "", extra: Sequence[str] = ()) -> Iterator[tuple[int, int]]:
-    """``txmq broker`` from this checkout, or from another checkout's ``src`` (``--baseline-src``)."""
+def txmq_broker(
+    flush: str, src: str = "", extra: Sequence[str] = (), receive_batch: int = 0
+) -> Iterator[tuple[int, int]]:
+    """``txmq broker`` from this checkout, or from another checkout's ``src`` (``--baseline-src``).
+
+    ``receive_batch`` > 32 raises the broker's ``grpc_receive_batch_max`` (Apache's proxy serves at most
+    32 messages per receive, and so does txmq by default) to what the bare server streams per call."""
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         home.mkdir()
         port = free_port()
+        config: list[str] = []
+        if receive_batch > 32:
+            Path(tmp, "broker.json").write_text(json.dumps({"grpc_receive_batch_max": receive_batch}))
+            config = ["--config", f"{tmp}/broker.json"]
         command = [
             sys.executable, "-m", "txmq", "broker", "--data-dir", f"{tmp}/data", "--port", str(port),
             "--remoting-port", str(free_port()), "--namesrv-port", str(free_port()), "--flush", flush,
-            *extra,
+            *config, *extra,
         ]  # fmt: skip
         process = _spawn(command, home, src)
         try:
@@ -414,9 +423,14 @@ async def run(args: argparse.Namespace) -> None:
         if args.bare_fsync:
             targets.append(Target("bare-fsync", *stack.enter_context(bare_server(args.loop, fsync=True))))
         extra = args.txmq_args.split()
-        targets.append(Target("txmq", *stack.enter_context(txmq_broker(args.flush, extra=extra))))
+        batch = args.receive_batch if "receive" in only else 0
+        targets.append(
+            Target("txmq", *stack.enter_context(txmq_broker(args.flush, extra=extra, receive_batch=batch)))
+        )
         if args.baseline_src:
-            base = stack.enter_context(txmq_broker(args.flush, args.baseline_src, extra=extra))
+            base = stack.enter_context(
+                txmq_broker(args.flush, args.baseline_src, extra=extra, receive_batch=batch)
+            )
             targets.append(Target("txmq-base", *base))
         for target in targets:
             await target.open()
