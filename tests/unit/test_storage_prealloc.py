@@ -195,16 +195,22 @@ def test_a_torn_record_with_an_unwritten_sector_before_a_valid_record_is_a_torn_
     assert _bodies(reopened) == [_req(i, 600).body for i in range(5)]
 
 
-def test_zeros_in_what_the_checkpoint_says_was_fsynced_refuse_to_open() -> None:
-    """Before the checkpoint's flushed offset the bytes were durable: zeros there are damage, and the
-    valid records after them must not be cut as if they were pieces of an unsynced write."""
-    fs = FaultyFileSystem()
-    store = MessageStore.open(_config(), fs=fs, clock=FakeClock())
+def _put_eight_and_flush(store: MessageStore) -> list[tuple[int, int]]:
+    """Eight 600-byte records, fsynced: each record's (start, end) in the log."""
     spans = []
     for i in range(8):
         result, _ = store.put_nowait(_req(i, 600))
         spans.append((result.physical_offset, result.physical_offset + result.size))
     store.flush()
+    return spans
+
+
+def test_zeros_in_what_the_checkpoint_says_was_fsynced_refuse_to_open() -> None:
+    """Before the checkpoint's flushed offset the bytes were durable: zeros there are damage, and the
+    valid records after them must not be cut as if they were pieces of an unsynced write."""
+    fs = FaultyFileSystem()
+    store = MessageStore.open(_config(), fs=fs, clock=FakeClock())
+    spans = _put_eight_and_flush(store)
     # the queues were made durable up to record 2, the log was fsynced through record 7
     save_checkpoint(fs, DATA, Checkpoint(spans[2][1], spans[7][1], 0))
     (path,) = _segments(fs)
@@ -343,11 +349,7 @@ def test_zeros_to_the_end_of_what_the_checkpoint_says_was_fsynced_are_reported_n
     instead of both taking the zeros silently for the end of the data."""
     fs = FaultyFileSystem()
     store = MessageStore.open(_config(), fs=fs, clock=FakeClock())
-    spans = []
-    for i in range(8):
-        result, _ = store.put_nowait(_req(i, 600))
-        spans.append((result.physical_offset, result.physical_offset + result.size))
-    store.flush()
+    spans = _put_eight_and_flush(store)
     save_checkpoint(fs, DATA, Checkpoint(spans[2][1], spans[7][1], 0))
     (path,) = _segments(fs)
     file = fs.files[path]
@@ -368,11 +370,7 @@ def test_a_log_cut_at_a_record_end_before_the_flushed_offset_is_reported(preallo
     end and the broker served the store with acknowledged records silently missing."""
     fs = FaultyFileSystem()
     store = MessageStore.open(_config(prealloc_bytes), fs=fs, clock=FakeClock())
-    spans = []
-    for i in range(8):
-        result, _ = store.put_nowait(_req(i, 600))
-        spans.append((result.physical_offset, result.physical_offset + result.size))
-    store.flush()
+    spans = _put_eight_and_flush(store)
     save_checkpoint(fs, DATA, Checkpoint(spans[2][1], spans[7][1], 0))
     (path,) = _segments(fs)
     file = fs.files[path]

@@ -78,14 +78,20 @@ _DECISION = {True: TRANSACTION_COMMIT_TYPE, False: TRANSACTION_ROLLBACK_TYPE, No
 _instance = itertools.count()
 
 
-def _end_fields(
-    ref: TransactionRef, producer_group: str, commit: bool | None, from_check: bool
-) -> dict[str, str]:
-    """END_TRANSACTION's extFields for ``ref``."""
+def _half_log_offset(ref: TransactionRef) -> int:
+    """The half's CommitLog offset: known from the send, else read from its offset message id (-1)."""
     offset = ref.commit_log_offset
     if offset < 0 and ref.offset_message_id:
         parsed = msgid.parse_offset_message_id(ref.offset_message_id)
         offset = parsed[2] if parsed else -1
+    return offset
+
+
+def _end_fields(
+    ref: TransactionRef, producer_group: str, commit: bool | None, from_check: bool
+) -> dict[str, str]:
+    """END_TRANSACTION's extFields for ``ref``."""
+    offset = _half_log_offset(ref)
     header = headers.EndTransactionRequestHeader(
         producer_group=producer_group, tran_state_table_offset=ref.queue_offset, commit_log_offset=offset,
         commit_or_rollback=_DECISION[commit], msg_id=ref.message_id,
@@ -99,10 +105,7 @@ def _end_json(ref: TransactionRef, producer_group: str, commit: bool | None, fro
     holds them to the same frame bytes): one format instead of a header dataclass, its field table
     walk and a dict per END_TRANSACTION. Raises ``TypeError`` for a reference whose texts are not
     ``str`` (then ``_end_fields`` goes the general way)."""
-    offset = ref.commit_log_offset
-    if offset < 0 and ref.offset_message_id:
-        parsed = msgid.parse_offset_message_id(ref.offset_message_id)
-        offset = parsed[2] if parsed else -1
+    offset = _half_log_offset(ref)
     return (
         f'{{"producerGroup":{json_quote(producer_group)},"tranStateTableOffset":"{int(ref.queue_offset)}",'
         f'"commitLogOffset":"{int(offset)}","commitOrRollback":"{int(_DECISION[commit])}",'
