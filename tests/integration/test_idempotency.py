@@ -10,34 +10,18 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from tests.integration.sql_engines import ENGINE_KINDS, open_engine
 from txmq.client.idempotency import Deduplicator
 from txmq.common import errors
 from txmq.common.clock import FakeClock
 
-PG_URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
 
-
-def _postgres_engine() -> Engine:
-    engine = sa.create_engine(PG_URL, pool_size=10)
-    try:
-        with engine.connect() as conn:
-            conn.execute(sa.text("select 1"))
-    except sa_exc.OperationalError as exc:
-        engine.dispose()
-        pytest.skip(f"PostgreSQL at {PG_URL} is unreachable: {exc.orig}")
-    return engine
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+@pytest.fixture(params=ENGINE_KINDS)
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "sqlite":
-        eng = sa.create_engine(f"sqlite:///{tmp_path / 'consumer.db'}", connect_args={"timeout": 30})
-    else:
-        eng = _postgres_engine()
+    eng = open_engine(request.param, tmp_path, file_name="consumer.db", sqlite_timeout_s=30, pool_size=10)
     yield eng
     eng.dispose()
 
