@@ -18,6 +18,7 @@ from txmq.client._backoff import ClientStatus
 from txmq.client._consume import ConsumeFrom, Subscription
 from txmq.client._factory import TransportName, make_transport
 from txmq.client._rebalance import allocate_averagely
+from txmq.client._registered import RegisteredConsumer
 from txmq.client._transport import (
     BEGINNING,
     END,
@@ -33,7 +34,7 @@ from txmq.common.message import MessageQueue, MessageView
 log = logging.getLogger(__name__)
 
 
-class PullConsumer:
+class PullConsumer(RegisteredConsumer):
     """Offset-based reading with explicit commits.
 
     ::
@@ -76,28 +77,9 @@ class PullConsumer:
         self._last_rebalance = 0.0
         self.status = ClientStatus.CREATED
 
-    async def start(self) -> None:
-        if self.status is ClientStatus.RUNNING:
-            return
-        await self.transport.start()
-        await self.transport.register_consumer(self._info())
-        self.status = ClientStatus.RUNNING
-
     async def close(self) -> None:
         """Disconnect (positions not committed are lost: call ``commit()`` first)."""
-        if self.status is not ClientStatus.RUNNING:
-            return
-        self.status = ClientStatus.CLOSED
-        await self.transport.unregister_consumer(self.group)
-        if self._owns_transport:
-            await self.transport.close()
-
-    async def __aenter__(self) -> PullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        await super().close()
 
     def _info(self) -> ConsumerInfo:
         subs = {s.topic: s.expression for s in self.subscriptions.values()}

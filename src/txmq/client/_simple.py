@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from txmq.client._backoff import ClientStatus
 from txmq.client._factory import TransportName, make_transport
+from txmq.client._registered import RegisteredConsumer
 from txmq.client._transport import ConsumeMode, ConsumerInfo, Transport
 from txmq.common import errors, limits, names
 from txmq.common.message import MessageView
 
 
-class SimpleConsumer:
+class SimpleConsumer(RegisteredConsumer):
     """::
 
     async with SimpleConsumer("audit", "127.0.0.1:8081", transport="grpc") as consumer:
@@ -47,28 +48,6 @@ class SimpleConsumer:
 
     def _info(self) -> ConsumerInfo:
         return ConsumerInfo(self.group, dict(self.subscriptions), ConsumeMode.POP)
-
-    async def start(self) -> None:
-        if self.status is ClientStatus.RUNNING:
-            return
-        await self.transport.start()
-        await self.transport.register_consumer(self._info())
-        self.status = ClientStatus.RUNNING
-
-    async def close(self) -> None:
-        if self.status is not ClientStatus.RUNNING:
-            return
-        self.status = ClientStatus.CLOSED
-        await self.transport.unregister_consumer(self.group)
-        if self._owns_transport:
-            await self.transport.close()
-
-    async def __aenter__(self) -> SimpleConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     async def subscribe(self, topic: str, expression: str = "*") -> None:
         names.validate_topic(topic)
