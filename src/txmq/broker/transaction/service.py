@@ -139,6 +139,9 @@ class TransactionService:
         # END_TRANSACTION takes them: the decision then reads nothing back (bounded, oldest out first)
         self._halves: OrderedDict[int, tuple[StoredRecord, dict[str, str]]] = OrderedDict()
         self._halves_bytes = 0  # their bodies and properties
+        # their bounds, read once (compiled code inlines limits' Final values: tests change these)
+        self._halves_max = limits.transaction_half_cache_max
+        self._halves_bytes_max = limits.transaction_half_cache_bytes_max
         self._store_host = self._store.config.store_host
         broker.sender.half_stored = self.half_stored
         self.checks_sent = 0
@@ -160,14 +163,14 @@ class TransactionService:
     def half_stored(self, request: PutRequest, properties: dict[str, str], appended: AppendResult) -> None:
         """Keep a half message the send path just stored (its write succeeded, so nothing rolls it
         back): the record :meth:`MessageStore.read` would return at ``appended.physical_offset``, and
-        ``properties``, what ``request.properties`` encodes."""
+        ``properties``, what ``request.properties`` encodes. At most ``limits.transaction_half_cache_max``
+        halves and ``_bytes_max`` bytes (``_halves_max``, ``_halves_bytes_max``)."""
         size = len(request.body) + len(request.properties)
-        if request.topic != names.HALF_TOPIC or size > limits.transaction_half_cache_bytes_max:
+        if request.topic != names.HALF_TOPIC or size > self._halves_bytes_max:
             return
         halves = self._halves
         while halves and (
-            len(halves) >= limits.transaction_half_cache_max
-            or self._halves_bytes + size > limits.transaction_half_cache_bytes_max
+            len(halves) >= self._halves_max or self._halves_bytes + size > self._halves_bytes_max
         ):  # the oldest out: O(1) (a dict's first key is a scan past the keys deleted before it)
             old, _ = halves.popitem(last=False)[1]
             self._halves_bytes -= len(old.body) + len(old.properties)
