@@ -43,6 +43,7 @@ NATIVE_MODULES: list[str] = [
     "txmq.broker.send",
     "txmq.broker.records",
     "txmq.broker.pop",
+    "txmq.broker.reput",
     "txmq.broker.transaction.model",
     "txmq.broker.transaction.history",
     "txmq.broker.transaction.decide",
