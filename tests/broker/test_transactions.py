@@ -250,3 +250,26 @@ async def test_snapshot_written_only_when_it_changed(tmp_path: Path, clock: Fake
         assert snapshot.exists()
     finally:
         await broker.close()
+
+
+async def test_remoting_halves_and_decisions_of_one_turn_share_the_groups_future(broker: Broker) -> None:
+    """The remoting door only adds done callbacks to a half's or an END's durable awaitable: the halves
+    (and the decisions) appended in one loop turn get their write group's one future, not one each;
+    each answer still completes once its records are durable, and the commits are visible once."""
+    sender = broker.sender
+    halves = [sender.half_append(Message(topic="pay", body=b, transactional=True), CTX) for b in (b"a", b"b")]
+    assert halves[0].durable is halves[1].durable
+    await halves[0].durable
+    ids = [sender.half_answer_fields(h)[0] for h in halves]
+    started = [
+        broker.end_transaction_nowait(
+            topic="pay", message_id="", transaction_id=txid, commit=True, from_check=False
+        )
+        for txid in ids
+    ]
+    pairs = [s for s in started if isinstance(s, tuple)]
+    assert len(pairs) == 2 and pairs[0][0] is pairs[1][0]
+    await pairs[0][0]
+    for _, finish in pairs:
+        finish(None)
+    assert sorted(await visible(broker)) == [b"a", b"b"]

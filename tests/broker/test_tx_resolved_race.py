@@ -39,35 +39,32 @@ async def test_a_check_answer_racing_the_producer_commit_is_a_duplicate(
 async def test_a_decision_arriving_as_the_lock_passes_on_waits_its_turn(broker: Broker) -> None:
     """Three decisions on one half never decide side by side.
 
-    A holds the half's decision lock and B waits for it. When A releases, the lock reads unlocked
-    before B has run; C, arriving in that moment, must queue behind B, not find the lock gone and
-    decide next to B.
+    A holds the half's turn and B waits for it. When A passes it on, B's wake-up has not run yet; C,
+    arriving in that moment, must queue behind B, not find the turn free and decide next to B. (Stepped
+    through the turn itself: the service is compiled, so its methods cannot be wrapped.)
     """
-    mid, txid = await half(broker, b"turns")
     service = broker.transactions
-    inner = service._decide
-    deciding = 0
-    most = 0
+    a = await service._take_turn(7)
+    b = asyncio.ensure_future(service._take_turn(7))
+    await asyncio.sleep(0)  # B waits for A's turn
+    service._pass_turn(7, a)  # B's waiter is resolved; B has not run yet
+    c = asyncio.ensure_future(service._take_turn(7))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert b.done() and not c.done()  # C queued behind B
+    service._pass_turn(7, b.result())
+    turn = await asyncio.wait_for(c, 5)
+    service._pass_turn(7, turn)
+    assert service._deciding == {}
 
-    async def watched(*args: object) -> None:
-        nonlocal deciding, most
-        deciding += 1
-        most = max(most, deciding)
-        try:
-            await asyncio.sleep(0)  # every decision holds the lock across a turn (B's would not store)
-            await inner(*args)  # type: ignore[arg-type]
-        finally:
-            deciding -= 1
-
-    service._decide = watched  # type: ignore[method-assign]
+    mid, txid = await half(broker, b"turns")  # and three real decisions: one commit, stored once
     first = asyncio.ensure_future(end(broker, mid, txid, True))
     second = asyncio.ensure_future(end(broker, mid, txid, True, from_check=True))
 
     async def third() -> None:
-        await first  # C arrives just after A released, before B's wake-up has run to its end
+        await first
         await end(broker, mid, txid, True, from_check=True)
 
     await asyncio.gather(first, second, third())
-    assert most == 1
     assert await visible(broker) == [b"turns"]
     assert service._deciding == {}

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from txmq.broker.records import index_keys
+from txmq.common import limits
 from txmq.common.clock import FakeClock
 from txmq.storage import codec
 from txmq.storage.api import AppendResult, FlushMode, PutRequest, StoreConfig
@@ -228,3 +229,52 @@ def test_encode_batch_into_lays_out_records_whose_names_and_properties_trade_len
     assert [(r.topic.encode(), r.born_host.encode(), r.properties, r.body) for r in decoded] == [
         (r.topic, r.born_host, r.properties, r.body) for r in records
     ]
+
+
+def _open_small(fs: FaultyFileSystem) -> MessageStore:
+    config = StoreConfig(
+        data_dir="/data", flush_mode=FlushMode.ASYNC, segment_bytes=4096, store_host=STORE_HOST
+    )
+    return MessageStore.open(config, fs=fs, clock=FakeClock(start_ms=NOW_MS), index_keys=index_keys)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(
+    batches=st.lists(
+        st.lists(requests, min_size=1, max_size=limits.append_small_batch), min_size=1, max_size=24
+    ),
+    known_keys=st.booleans(),
+)
+def test_small_batches_append_as_the_columnar_path(batches: list[list[PutRequest]], known_keys: bool) -> None:
+    """A batch of at most ``limits.append_small_batch`` records (a commit's message and op record) is
+    encoded record by record (``CommitLog._append_few``): the same results, log bytes, segment rolls
+    (a batch never split over two segments), queues and index as the columnar path."""
+    batches = [[_with_known_keys(r, known_keys) for r in b] for b in batches]
+    few_fs, columns_fs = FaultyFileSystem(), FaultyFileSystem()
+    few, columnar = _open_small(few_fs), _open_small(columns_fs)
+    for batch in batches:
+        pairs = [(r.topic, _fields(r)) for r in batch]
+        got = few._log.append(pairs)
+        expected = columnar._log.append_records([t for t, _ in pairs], [f for _, f in pairs]).results()
+        assert got == expected
+        assert len({r.physical_offset // 4096 for r in got}) == 1  # one segment
+    few.flush()
+    columnar.flush()
+    assert _files(few_fs) == _files(columns_fs)
+    for key in ("k1", "k2", "k3", "id-a", "id-b"):
+        assert few.query_by_key(key, 64) == columnar.query_by_key(key, 64)
+
+
+def test_a_small_batch_that_does_not_fit_its_segment_rolls_whole() -> None:
+    """The second record of a pair would cross the segment's end: both go to the next segment."""
+    fs = FaultyFileSystem()
+    store = _open_small(fs)
+    filler = _fields(PutRequest("T", 0, b"x" * 3000))
+    store._log.append_one("T", filler)
+    pair = [("T", _fields(PutRequest("T", 0, b"a" * 400))), ("U", _fields(PutRequest("U", 0, b"b" * 400)))]
+    first, second = store._log.append(pair)
+    assert first.physical_offset == 4096 and second.physical_offset == 4096 + first.size
+    assert (first.queue_offset, second.queue_offset) == (1, 0)
+    store.flush()
+    assert [r.body for r in store.read_queue("T", 0, 0, 8).records] == [b"x" * 3000, b"a" * 400]
+    assert [r.body for r in store.read_queue("U", 0, 0, 8).records] == [b"b" * 400]

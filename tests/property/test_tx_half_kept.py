@@ -172,12 +172,12 @@ async def test_kept_halves_are_bounded(tmp_path: Path) -> None:
         await broker.close()
 
 
-async def test_kept_halves_are_bounded_in_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(limits, "transaction_half_cache_bytes_max", 10 * 1024)
+async def test_kept_halves_are_bounded_in_bytes(tmp_path: Path) -> None:
     broker = await Broker.open(BrokerConfig(data_dir=str(tmp_path / "d"), flush=FlushMode.ASYNC))
     try:
         ctx = SendContext(producer_group="PG", born_host="10.0.0.1:4242")
         service = broker.transactions
+        service._halves_bytes_max = 10 * 1024  # limits.transaction_half_cache_bytes_max, read at start
         sent = []
         for body in (b"a" * 3000, b"b" * 3000, b"c" * 3000, b"d" * 3000, b"e" * 20_000, b"f" * 10):
             (result,) = await broker.send([Message("BoundedBytes", body, transactional=True)], ctx)

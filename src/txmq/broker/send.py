@@ -186,11 +186,13 @@ class SendService:
     def half_append(self, message: Message, ctx: SendContext) -> HalfAppend:
         """The synchronous first half of :meth:`send` for one transactional message (the remoting
         door answers it from a callback on ``durable``, no task): checks and the append; once
-        ``durable`` completed, :meth:`half_answer_fields` gives what its response carries."""
+        ``durable`` completed, :meth:`half_answer_fields` gives what its response carries. The caller
+        only adds done callbacks to ``durable``, never awaits it (it may be the group's one future)."""
         if not message.transactional:
             raise errors.InvalidArgument("half_append takes a transactional message")
         topic, request, properties = self._prepare(message, ctx)
-        appended, durable = self._store.put_nowait(request)
+        # shared: the caller only adds a done callback (never awaits it): the group's one future
+        appended, durable = self._store.put_nowait(request, True)
         half: HalfAppend = _new_tuple(HalfAppend, (message, topic, request, properties, appended, durable))
         return half
 

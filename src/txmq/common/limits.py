@@ -81,6 +81,10 @@ index_entries_per_file: Final = 65_536  # key index file; only the newest (unsea
 # a batch of at most this many records is indexed record by record (a transaction commit's 2 records):
 # per key, cheaper than the columnar pass (benchmarks/results/txstore.md)
 index_small_batch: Final = 4
+# a batch of at most this many records is appended record by record into the group buffer (a transaction
+# commit's 2 records: its message and op record), committed together: cheaper than the columnar pass
+# (benchmarks/results/txbroker2.md)
+append_small_batch: Final = 4
 consume_queue_unit_bytes: Final = 20
 consume_queue_units_per_file_default: Final = 300_000
 # SYNC group commit: fsync on the event loop's thread while the average fsync is at most this (a thread

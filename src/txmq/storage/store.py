@@ -275,13 +275,15 @@ class MessageStore:
         return self._commit.flushed_offset if self._sync else self._log.written_offset
 
     # ----------------------------------------------------------------------------------- writing
-    def put_nowait(self, req: PutRequest) -> tuple[AppendResult, Awaitable[None]]:
-        """Append now; the awaitable completes when the record is durable per the flush mode."""
+    def put_nowait(self, req: PutRequest, shared: bool = False) -> tuple[AppendResult, Awaitable[None]]:
+        """Append now; the awaitable completes when the record is durable per the flush mode.
+        ``shared``: the caller only adds done callbacks to it, never awaits it (see
+        :meth:`GroupCommit.waiter`): it may be the group's one future."""
         topic, fields = _validate(req)
         if self._closed:
             raise StorageError("the store is closed")
         result = self._log.append_one(topic, fields)
-        return result, self._durable(result.physical_offset + result.size)
+        return result, self._durable(result.physical_offset + result.size, shared)
 
     async def put(self, req: PutRequest) -> AppendResult:
         result, durable = self.put_nowait(req)
@@ -294,9 +296,11 @@ class MessageStore:
         await durable
         return results
 
-    def put_batch_nowait(self, reqs: Sequence[PutRequest]) -> tuple[list[AppendResult], Awaitable[None]]:
+    def put_batch_nowait(
+        self, reqs: Sequence[PutRequest], shared: bool = False
+    ) -> tuple[list[AppendResult], Awaitable[None]]:
         """Validate all, then append all in one write (into one segment); the awaitable completes
-        when the whole batch is durable per the flush mode."""
+        when the whole batch is durable per the flush mode (``shared``: as for :meth:`put_nowait`)."""
         if not reqs:
             raise InvalidArgument("a batch needs at least one message")
         batch = [_validate(r) for r in reqs]
@@ -309,7 +313,7 @@ class MessageStore:
             raise StorageError("the store is closed")
         results = self._log.append(batch)
         last = results[-1]
-        return results, self._durable(last.physical_offset + last.size)
+        return results, self._durable(last.physical_offset + last.size, shared)
 
     def put_records_nowait(
         self, topic: str, records: Sequence[codec.RecordFields], shared: bool = False

@@ -139,6 +139,9 @@ class TransactionService:
         # END_TRANSACTION takes them: the decision then reads nothing back (bounded, oldest out first)
         self._halves: OrderedDict[int, tuple[StoredRecord, dict[str, str]]] = OrderedDict()
         self._halves_bytes = 0  # their bodies and properties
+        # their bounds, read once (compiled code inlines limits' Final values: tests change these)
+        self._halves_max = limits.transaction_half_cache_max
+        self._halves_bytes_max = limits.transaction_half_cache_bytes_max
         self._store_host = self._store.config.store_host
         broker.sender.half_stored = self.half_stored
         self.checks_sent = 0
@@ -160,14 +163,14 @@ class TransactionService:
     def half_stored(self, request: PutRequest, properties: dict[str, str], appended: AppendResult) -> None:
         """Keep a half message the send path just stored (its write succeeded, so nothing rolls it
         back): the record :meth:`MessageStore.read` would return at ``appended.physical_offset``, and
-        ``properties``, what ``request.properties`` encodes."""
+        ``properties``, what ``request.properties`` encodes. At most ``limits.transaction_half_cache_max``
+        halves and ``_bytes_max`` bytes (``_halves_max``, ``_halves_bytes_max``)."""
         size = len(request.body) + len(request.properties)
-        if request.topic != names.HALF_TOPIC or size > limits.transaction_half_cache_bytes_max:
+        if request.topic != names.HALF_TOPIC or size > self._halves_bytes_max:
             return
         halves = self._halves
         while halves and (
-            len(halves) >= limits.transaction_half_cache_max
-            or self._halves_bytes + size > limits.transaction_half_cache_bytes_max
+            len(halves) >= self._halves_max or self._halves_bytes + size > self._halves_bytes_max
         ):  # the oldest out: O(1) (a dict's first key is a scan past the keys deleted before it)
             old, _ = halves.popitem(last=False)[1]
             self._halves_bytes -= len(old.body) + len(old.properties)
@@ -219,10 +222,11 @@ class TransactionService:
     ) -> tuple[Awaitable[None], EndFinish] | Coroutine[Any, Any, None] | None:
         """:meth:`end` for a caller on the event loop that can wait for a future without a task (the
         remoting door). When no other decision on the half holds its turn, it decides and appends
-        now and returns the awaitable that completes once the records are durable and the function
-        to call then (``EndFinish``), or None if the decision records nothing (a duplicate); else
-        the coroutine of :meth:`end`, which waits its turn. Raises what :meth:`end` raises before
-        anything is appended."""
+        now and returns the awaitable that completes once the records are durable (add done
+        callbacks to it, never await it: it may be the write group's one future, shared with other
+        appends) and the function to call then (``EndFinish``), or None if the decision records
+        nothing (a duplicate); else the coroutine of :meth:`end`, which waits its turn. Raises what
+        :meth:`end` raises before anything is appended."""
         half_offset, half, decoded = self._take_half(topic, message_id, transaction_id)
         if half_offset in self._deciding:
             return self._end_in_turn(
@@ -231,7 +235,7 @@ class TransactionService:
         turn = self._deciding[half_offset] = _DecisionTurn()
         try:
             pending = self._decision(
-                half_offset, half, decoded, transaction_id, commit, from_check, client_id, False
+                half_offset, half, decoded, transaction_id, commit, from_check, client_id, False, True
             )
         except BaseException:
             self._pass_turn(half_offset, turn)
@@ -354,9 +358,12 @@ class TransactionService:
         from_check: bool,
         client_id: str,
         operator: bool,
+        shared: bool = False,
     ) -> _Pending | None:
         """Decide (the caller holds the half's turn) and append what the decision records; None when
-        it records nothing. Synchronous: nothing else runs between reading the state and appending."""
+        it records nothing. Synchronous: nothing else runs between reading the state and appending.
+        ``shared``: the caller only adds done callbacks to the durable awaitable, never awaits it
+        (:meth:`end_nowait`'s caller): it may be the write group's one future."""
         decision = Decision.UNKNOWN if commit is None else Decision.COMMIT if commit else Decision.ROLLBACK
         source = (
             DecisionSource.OPERATOR
@@ -395,7 +402,7 @@ class TransactionService:
         if error is None and event.kind is EventKind.DECISION and decision is Decision.COMMIT:
             requests.append(self._committed_request(half, decoded, now))
         requests.append(self._op_request(half_offset, event))
-        appended, durable = self._store.put_batch_nowait(requests)
+        appended, durable = self._store.put_batch_nowait(requests, shared)
         return _Pending(durable, half_offset, event, appended[-1].queue_offset, error)
 
     def _committed_request(self, half: StoredRecord, decoded: dict[str, str], now_ms: int) -> PutRequest:
