@@ -16,7 +16,13 @@ from txmq.common import errors
 from txmq.common import properties as props
 from txmq.common.message import LeanMessage, Message, MessageView, SysFlag
 from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
-from txmq.protocol.remoting.message_codec import PulledRecord, WireMessage, body_crc, ipv4_bytes
+from txmq.protocol.remoting.message_codec import (
+    PullBodyWriter,
+    PulledRecord,
+    WireMessage,
+    body_crc,
+    ipv4_bytes,
+)
 from txmq.storage import codec
 from txmq.storage.codec import RawRecord
 
@@ -286,3 +292,61 @@ def pulled(
         append((body, properties, queue_id, queue_offset, physical_offset, born_ts, born[0], born[1],
                 store_ts, store[0], store[1], reconsume))  # fmt: skip
     return result
+
+
+class PullSink(codec.RecordSink):
+    """The fused pull path's sink (``Broker.pull_into``): each record the commit log hands over goes
+    straight into the PULL_MESSAGE body (:class:`PullBodyWriter`) as :func:`pulled` and
+    :func:`encode_pulled` would write it; records :func:`pulled` hands to the general path (a
+    RECONSUME_TIME property, another stored topic, hosts not UTF-8) are encoded by
+    ``general(physical_offset)`` when :meth:`body` is called, after the read, in their place."""
+
+    def __init__(self, topic: str, general: Callable[[int], bytes]) -> None:
+        self.topic_bytes = topic.encode("utf-8")
+        self.general = general
+        self.writer = PullBodyWriter(topic)
+        self.pending: list[tuple[int, int]] = []  # (place in the writer, physical offset)
+        self.count = 0
+
+    def take(
+        self, data: bytes, names_start: int, names_end: int, properties_end: int, body: memoryview,
+        queue_id: int, queue_offset: int, physical_offset: int, born_ts: int, store_ts: int, reconsume: int,
+    ) -> None:  # fmt: skip
+        self._add(
+            data[names_start:names_end], data[names_end + 2 : properties_end], body, queue_id, queue_offset,
+            physical_offset, born_ts, store_ts, reconsume,
+        )  # fmt: skip
+
+    def take_fields(self, fields: RawRecord) -> None:
+        (_, queue_id, _, queue_offset, physical_offset, _, born_ts, store_ts, _, reconsume, _, names,
+         properties, body) = fields  # fmt: skip
+        self._add(
+            names, properties, body, queue_id, queue_offset, physical_offset, born_ts, store_ts, reconsume
+        )
+
+    def _add(
+        self, names: bytes, properties: bytes, body: memoryview, queue_id: int, queue_offset: int,
+        physical_offset: int, born_ts: int, store_ts: int, reconsume: int,
+    ) -> None:  # fmt: skip
+        self.count += 1
+        cache = _wire_names
+        wire = cache[names] if names in cache else _names_for_wire(names)
+        if wire is None or wire[0] != self.topic_bytes or _RECONSUME_KEY in properties:
+            self.pending.append((self.writer.add_encoded(b""), physical_offset))
+            return
+        born, store = wire[1], wire[2]
+        self.writer.add(
+            body, properties, queue_id, queue_offset, physical_offset, born_ts, born[0], born[1], store_ts,
+            store[0], store[1], reconsume,
+        )  # fmt: skip
+
+    def clear(self) -> None:
+        self.writer.clear()
+        self.pending.clear()
+        self.count = 0
+
+    def body(self) -> bytes:
+        """The response body of every record taken, in order."""
+        for place, physical_offset in self.pending:
+            self.writer.replace(place, self.general(physical_offset))
+        return self.writer.getvalue()
