@@ -53,7 +53,7 @@ _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _PREFIX = struct.Struct(">II")
 _SPLIT_PREFIX = struct.Struct(">IIIiiqq")  # the header up to the physical offset
-_crc32c = crc32c.crc32c
+_crc32c: Final = crc32c.crc32c
 
 assert HEADER_BYTES == 76, "the layout diagram above must match the struct"
 assert RECORD_BYTES_MIN < RECORD_BYTES_MAX
@@ -472,7 +472,7 @@ def split_checked(
 
 # The header fields the fused read needs (flag, sys flag and the prepared offset skipped): magic,
 # total size, crc, queue id, queue offset, physical offset, born ts, store ts, tags code, reconsume.
-_FUSED_HEADER = struct.Struct(">IIIi4xqq4xqqqi8x")
+_FUSED_HEADER: Final = struct.Struct(">IIIi4xqq4xqqqi8x")
 assert _FUSED_HEADER.size == HEADER_BYTES
 
 
