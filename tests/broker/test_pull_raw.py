@@ -1,6 +1,8 @@
 """``Broker.pull_raw`` (what the remoting pull serves) against ``Broker.pull``: the same statuses and
 offsets for every position, filter and budget, and wire bodies byte for byte identical to the general
-encoding, including retried messages (RECONSUME_TIME) that take the general path."""
+encoding, including retried messages (RECONSUME_TIME) that take the general path; and
+``Broker.pull_into`` (the fused path PULL_MESSAGE now serves, records straight into ``PullSink``)
+against both."""
 
 from __future__ import annotations
 

@@ -319,8 +319,9 @@ class PullSink(codec.RecordSink):
     """The fused pull path's sink (``Broker.pull_into``): each record the commit log hands over goes
     straight into the PULL_MESSAGE body (:class:`PullBodyWriter`) as :func:`pulled` and
     :func:`encode_pulled` would write it; records :func:`pulled` hands to the general path (a
-    RECONSUME_TIME property, another stored topic, hosts not UTF-8) are encoded by
-    ``general(physical_offset)`` when :meth:`body` is called, after the read, in their place."""
+    RECONSUME_TIME property, another stored topic, hosts not UTF-8), and those whose host port does not
+    fit the wire's int32 (the general encoder reports it), are encoded by ``general(physical_offset)``
+    when :meth:`body` is called, after the read, in their place."""
 
     def __init__(self, topic: str, general: Callable[[int], bytes]) -> None:
         self.topic_bytes = topic.encode("utf-8")
