@@ -6,7 +6,9 @@ queue; each round pulls them all in pulls of ``--batch`` and times, with ``time.
 - ``read``: ``Broker.pull_raw`` (consume queue units, one pread per run, ``codec.split_checked`` per
   record: header unpack, CRC32C check, raw field tuple);
 - ``pulled``: ``convert.pulled`` (the wire hosts from the names cache, one tuple per record);
-- ``encode``: ``message_codec.encode_pulled`` (one struct pack and one body CRC-32 per record, one join).
+- ``encode``: ``message_codec.encode_pulled`` (one struct pack and one body CRC-32 per record, one join);
+- ``fused``: what the remoting handler runs instead of the three: ``Broker.pull_into`` with the remoting
+  ``PullSink`` and its ``body()`` (each record checked and packed straight from the pread buffer).
 
 What the remoting handler adds on top (request parsing, the socket write) is not in these figures; the
 whole broker process is measured by ``spark_bench.py --raw-only``. The body CRC-32 implementation in use
@@ -35,7 +37,7 @@ from txmq.common.clock import FakeClock
 from txmq.common.crc import IMPLEMENTATION
 from txmq.common.message import Message
 from txmq.protocol.remoting.message_codec import encode_pulled
-from txmq.server.remoting.convert import pulled
+from txmq.server.remoting.convert import PullSink, pulled
 from txmq.storage.api import FlushMode
 
 
@@ -68,10 +70,22 @@ async def run(messages: int, size: int, batch: int, rounds: int) -> None:
                     read, convert, encode = read + t1 - t0, convert + t2 - t1, encode + t3 - t2
                     n += len(result.records)
                     offset = result.next_offset
+                fused = 0.0
+                offset = 0
+                while offset < messages:
+                    t0 = time.process_time()
+                    sink = PullSink("T", lambda _: b"")
+                    result = await broker.pull_into(
+                        sink, group="g", topic="T", queue_id=0, offset=offset, batch_size=batch,
+                        expression=None, long_poll_ms=0, max_bytes=8 << 20,
+                    )  # fmt: skip
+                    sink.body()
+                    fused += time.process_time() - t0
+                    offset = result.next_offset
                 per = 1e6 / max(n, 1)
                 print(f"round {r + 1} [crc32: {IMPLEMENTATION}] CPU us/msg: read {read * per:.2f}, "
                       f"pulled {convert * per:.2f}, encode {encode * per:.2f}, "
-                      f"total {(read + convert + encode) * per:.2f}")  # fmt: skip
+                      f"total {(read + convert + encode) * per:.2f}; fused {fused * per:.2f}")  # fmt: skip
         finally:
             await broker.close()
 

@@ -1,8 +1,12 @@
 """``Broker.pull_raw`` (what the remoting pull serves) against ``Broker.pull``: the same statuses and
 offsets for every position, filter and budget, and wire bodies byte for byte identical to the general
-encoding, including retried messages (RECONSUME_TIME) that take the general path."""
+encoding, including retried messages (RECONSUME_TIME) that take the general path; and
+``Broker.pull_into`` (the fused path PULL_MESSAGE now serves, records straight into ``PullSink``)
+against both."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from txmq.broker import retry
 from txmq.broker.broker import Broker, PullResult, RawPullResult
@@ -11,7 +15,7 @@ from txmq.broker.send import SendContext
 from txmq.common import names
 from txmq.common.message import Message
 from txmq.protocol.remoting.message_codec import encode_message, encode_pulled
-from txmq.server.remoting.convert import pulled, to_wire
+from txmq.server.remoting.convert import PullSink, pulled, to_wire
 
 CTX = SendContext(producer_group="pg", born_host="10.0.0.7:4321")
 
@@ -54,6 +58,13 @@ async def test_pull_raw_agrees_with_pull(broker: Broker) -> None:
                         assert len(raw.records) == len(general.messages)
                         lean = _lean_body(broker, raw, "PR", fallbacks)
                         assert lean == _general_body(general, "PR")
+                        sink = PullSink("PR", _no_general)
+                        fused = await broker.pull_into(sink, **kw)  # type: ignore[arg-type]
+                        assert (fused.status, fused.next_offset, fused.min_offset, fused.max_offset) == (
+                            general.status, general.next_offset, general.min_offset, general.max_offset,
+                        )  # fmt: skip
+                        assert sink.count == len(general.messages)
+                        assert sink.body() == lean
     assert not fallbacks, "plain messages take the lean path"
 
 
@@ -72,3 +83,23 @@ async def test_dead_letters_with_reconsume_time_take_the_general_path(broker: Br
     fallbacks: list[int] = []
     assert _lean_body(broker, raw, dlq, fallbacks) == _general_body(general, dlq)
     assert len(fallbacks) == 3
+    for expression in ("t", None):  # a tag filter takes the raw read; none, the fused one
+        kw["expression"] = expression
+        fused_fallbacks: list[int] = []
+        sink = PullSink(dlq, _general_of(broker, dlq, fused_fallbacks))
+        fused = await broker.pull_into(sink, **kw)  # type: ignore[arg-type]
+        assert (fused.status, fused.next_offset, sink.count) == (general.status, general.next_offset, 3)
+        assert sink.body() == _general_body(general, dlq)
+        assert len(fused_fallbacks) == 3
+
+
+def _general_of(broker: Broker, topic: str, fallbacks: list[int]) -> Callable[[int], bytes]:
+    def general(physical_offset: int) -> bytes:
+        fallbacks.append(physical_offset)
+        return encode_message(to_wire(to_view(broker.store.read(physical_offset)), topic=topic))
+
+    return general
+
+
+def _no_general(physical_offset: int) -> bytes:
+    raise AssertionError(f"record at {physical_offset} should not need the general path")

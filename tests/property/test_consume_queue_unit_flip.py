@@ -24,6 +24,8 @@ from txmq.broker.config import BrokerConfig
 from txmq.broker.send import SendContext
 from txmq.common.clock import FakeClock
 from txmq.common.message import Message
+from txmq.protocol.remoting.message_codec import decode_messages
+from txmq.server.remoting.convert import PullSink
 from txmq.storage.consume_queue import UNIT_BYTES
 from txmq.storage.fs import OsFileSystem
 from txmq.storage.verify import repair_store, verify_store
@@ -93,6 +95,22 @@ async def _read_all(
                 expression=expression,
             )
             bodies += [m.body for m in result.messages]
+        elif path == "pull_into":  # the remoting pull's fused path: records straight into the wire body
+            sink = PullSink(TOPIC, _no_general)
+            result = await broker.pull_into(  # type: ignore[assignment]
+                sink,
+                group="g",
+                topic=TOPIC,
+                queue_id=queue_id,
+                offset=offset,
+                batch_size=batch,
+                expression=expression,
+            )
+            messages = decode_messages(sink.body())
+            assert len(messages) == sink.count
+            bodies += [
+                m.body for m in messages if expression is None or m.properties.get("TAGS") == expression
+            ]
         else:
             raw = await broker.pull_raw(
                 group="g",
@@ -109,6 +127,10 @@ async def _read_all(
     return bodies
 
 
+def _no_general(physical_offset: int) -> bytes:
+    raise AssertionError(f"record at {physical_offset} should not need the general path")
+
+
 def _tag_of(raw: tuple[object, ...]) -> str:
     properties = bytes(raw[12]).decode()  # type: ignore[arg-type]
     pairs = dict(p.split("\x01", 1) for p in properties.split("\x02") if p)
@@ -120,7 +142,7 @@ def _tag_of(raw: tuple[object, ...]) -> str:
     queue_id=st.sampled_from((0, 1)),
     unit=st.integers(0, PER_QUEUE - 1),
     bit=st.integers(0, UNIT_BYTES * 8 - 1),
-    path=st.sampled_from(("pull", "pull_raw")),
+    path=st.sampled_from(("pull", "pull_raw", "pull_into")),
     batch=st.integers(1, 32),
     tag=st.sampled_from((None, "a", "b")),
 )
@@ -138,7 +160,7 @@ def test_a_flipped_unit_is_reported_and_consumers_read_exactly_what_was_written(
         assert [(p.topic, p.queue_id, p.queue_offset) for p in report.queue_problems] == [
             (TOPIC, queue_id, unit)
         ]
-        if bit >= 96 and path == "pull_raw":  # bits 96..159: the tags code
+        if bit >= 96 and path != "pull":  # bits 96..159: the tags code
             tag = None  # a filter passes over the unit unread: see the module docstring (repair's case)
         expected = [_body(queue_id, k) for k in range(PER_QUEUE) if tag is None or TAGS[k % 2] == tag]
 
@@ -158,7 +180,7 @@ def test_a_flipped_unit_is_reported_and_consumers_read_exactly_what_was_written(
         asyncio.run(run())
         after = verify_store(OsFileSystem(), str(store))
         # the filter passed over the unit (recovery checks each queue's last unit at every start)
-        unread = path == "pull_raw" and tag is not None and TAGS[unit % 2] != tag and unit < PER_QUEUE - 1
+        unread = path != "pull" and tag is not None and TAGS[unit % 2] != tag and unit < PER_QUEUE - 1
         assert [p.queue_offset for p in after.queue_problems] == ([unit] if unread else [])
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -13,7 +13,7 @@ from txmq.common import properties as props
 from txmq.common.errors import CorruptRecord, TxmqError
 from txmq.protocol.remoting.errors import LocalProtocolError
 from txmq.protocol.remoting.message_codec import encode_message, encode_messages, encode_pulled
-from txmq.server.remoting.convert import pulled, to_wire
+from txmq.server.remoting.convert import PullSink, pulled, to_wire
 from txmq.storage import codec
 from txmq.storage.api import StoredRecord
 
@@ -199,3 +199,127 @@ def test_split_checked_holds_a_record_to_its_unit() -> None:
         (3, 9, 77, b"Top"),
     ]:  # fmt: skip
         assert codec.split_checked(good, 0, view, 64, size, queue_id, queue_offset, tags, topic) is None
+
+
+def _fused(
+    data: bytes, units: list[tuple[int, int, int, int, int]], topic: str, records: dict[int, StoredRecord]
+) -> bytes | type[Exception]:
+    """The fused path's body for ``units`` (position, log offset, size, queue offset, tags code) of
+    ``data``: each record checked and handed to the remoting pull's sink straight from the buffer."""
+
+    def general(physical_offset: int) -> bytes:
+        return encode_message(to_wire(to_view(records[physical_offset]), topic=topic))
+
+    sink = PullSink(topic, general)
+    view = memoryview(data)
+    try:
+        for pos, offset, size, queue_offset, tags_code in units:
+            taken = codec.check_into(
+                data, pos, view, offset, size, 0, queue_offset, tags_code, topic.encode(), sink
+            )
+            assert taken, f"the sound record at {offset} checks out"
+        assert sink.count == len(units)
+        return sink.body()
+    except (TxmqError, ValueError) as exc:
+        return type(exc)
+
+
+def _stored_run(
+    topic: str, fields: list[codec.RecordFields], store_host: str, start: int, store_ms: int
+) -> tuple[bytes, list[tuple[int, int, int, int, int]], dict[int, StoredRecord]]:
+    """``fields`` stored back to back from log offset ``start`` (queue 0 of ``topic``)."""
+    buf = bytearray()
+    records: dict[int, StoredRecord] = {}
+    units: list[tuple[int, int, int, int, int]] = []
+    for queue_offset, f in enumerate(fields):
+        f = f._replace(topic=topic.encode(), queue_id=0)
+        offset = start + len(buf)
+        encoded = codec.encode(f, store_host=store_host.encode(), queue_offset=queue_offset,
+                               physical_offset=offset, store_timestamp_ms=store_ms)  # fmt: skip
+        units.append((len(buf), offset, len(encoded), queue_offset, f.tags_code))
+        records[offset] = codec.decode(encoded, offset=offset)
+        buf += encoded
+    return bytes(buf), units, records
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(
+    topic=_TOPICS,
+    fields=st.lists(fields_st, min_size=1, max_size=4),
+    store_host=_STORE_HOSTS,
+    start=st.integers(0, 2**40),
+    store_ms=I64,
+)
+def test_fused_pull_body_is_byte_identical_to_the_general_path(
+    topic: str, fields: list[codec.RecordFields], store_host: str, start: int, store_ms: int
+) -> None:
+    """``codec.check_into`` + ``PullSink`` (the remoting pull's fused path, straight from the pread
+    buffer) write what ``encode_message(to_wire(to_view(record)))`` writes for each record (properties,
+    tags, keys, RECONSUME_TIME, sys flags, reconsume counts, IPv4 / IPv6 / odd hosts), or fail alike."""
+    data, units, records = _stored_run(topic, fields, store_host, start, store_ms)
+    expected = [_general(r, topic) for r in records.values()]
+    fused = _fused(data, units, topic, records)
+    raw = [codec.split(data, pos) for pos, *_ in units]
+    assert fused == _lean(raw, topic, records), "the fused path and the lean one agree, errors included"
+    if all(isinstance(e, bytes) for e in expected):
+        assert fused == b"".join(e for e in expected if isinstance(e, bytes))
+    else:
+        failures = [e for e in expected if not isinstance(e, bytes)]
+        assert fused in failures
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(
+    fields=fields_st,
+    damage=st.one_of(
+        st.tuples(st.just("flip"), st.integers(0, 10_000), st.integers(0, 7)),
+        st.tuples(
+            st.just("unit"),
+            st.sampled_from(["offset", "size", "queue", "at", "tags", "topic"]),
+            st.sampled_from([-1, 1]),
+        ),
+    ),
+)
+def test_fused_check_refuses_exactly_what_split_checked_refuses(
+    fields: codec.RecordFields, damage: tuple[str, object, int]
+) -> None:
+    """Every check of ``split_checked`` with a unit (magic, size, CRC32C over header and body, stored
+    physical offset, inner lengths, the unit's queue id, queue offset, tags code and topic) holds in
+    ``check_into``: a record with any byte flipped, or a unit naming another offset, size, queue,
+    queue offset, tags code or topic, is refused by both, and nothing reaches the sink."""
+    f = fields._replace(topic=b"Topic", queue_id=3)
+    good = codec.encode(f, store_host=b"9.8.7.6:1", queue_offset=9, physical_offset=640, store_timestamp_ms=2)
+    data = bytearray(b"\x00" * 5 + good)
+    unit = {"offset": 640, "size": len(good), "queue": 3, "at": 9, "tags": f.tags_code, "topic": b"Topic"}
+    kind, what, step = damage
+    if kind == "flip":
+        assert isinstance(what, int)
+        data[5 + what % len(good)] ^= 1 << step
+    elif what == "topic":
+        unit["topic"] = b"Topix" if step > 0 else b"Topi"
+    else:
+        assert isinstance(what, str)
+        value = unit[what]
+        assert isinstance(value, int)
+        unit[what] = value + step
+    buf = bytes(data)
+    args = (unit["offset"], unit["size"], unit["queue"], unit["at"], unit["tags"], unit["topic"])
+    split = codec.split_checked(buf, 5, memoryview(buf), *args)  # type: ignore[arg-type]
+    sink = PullSink("Topic", _no_general)
+    taken = codec.check_into(buf, 5, memoryview(buf), *args, sink)  # type: ignore[arg-type]
+    assert taken == (split is not None)
+    assert sink.count == int(taken)
+    assert not taken, "every damage is refused"
+
+
+def test_fused_check_takes_a_sound_record_with_its_fields() -> None:
+    f = codec.RecordFields(
+        b"Topic", 3, b"body", props.encode({props.TAGS: "a"}), 77, 0, 0, 1, b"1.2.3.4:5", 2, 0
+    )
+    good = codec.encode(f, store_host=b"9.8.7.6:1", queue_offset=9, physical_offset=64, store_timestamp_ms=2)
+    sink = PullSink("Topic", _no_general)
+    assert codec.check_into(good, 0, memoryview(good), 64, len(good), 3, 9, 77, b"Topic", sink)
+    assert sink.count == 1
+    assert sink.body() == encode_pulled("Topic", pulled([codec.split(good)], "Topic", _no_general))
+    sink.clear()
+    assert (sink.count, sink.body()) == (0, b"")

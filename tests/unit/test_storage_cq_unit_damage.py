@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from txmq.protocol.remoting.message_codec import decode_messages
+from txmq.server.remoting.convert import PullSink
 from txmq.storage.api import PutRequest, StoreConfig
 from txmq.storage.consume_queue import UNIT_BYTES
 from txmq.storage.fs import OsFileSystem
@@ -38,9 +40,9 @@ def _overwrite(path: Path, queue_id: int, index: int, unit: tuple[int, int, int]
 
 
 @pytest.mark.parametrize("source", [("T", 0, 7), ("T", 1, 4), ("U", 0, 4)])
-@pytest.mark.parametrize("raw", [True, False])
+@pytest.mark.parametrize("path", ["raw", "general", "fused"])
 def test_a_unit_naming_another_sound_record_is_rebuilt(
-    tmp_path: Path, source: tuple[str, int, int], raw: bool
+    tmp_path: Path, source: tuple[str, int, int], path: str
 ) -> None:
     store, units = _store(tmp_path)
     topic, queue_id, index = source
@@ -48,8 +50,13 @@ def test_a_unit_naming_another_sound_record_is_rebuilt(
     report = verify_store(OsFileSystem(), str(tmp_path))
     assert [(p.topic, p.queue_id, p.queue_offset) for p in report.queue_problems] == [("T", 0, 4)]
     expected = [b"T0-%d" % k for k in range(12)]
-    if raw:
+    if path == "raw":
         got = [bytes(r[13]) for r in store.read_queue_raw("T", 0, 0, 32).records]
+    elif path == "fused":  # the remoting pull's: records checked straight into the wire body
+        sink = PullSink("T", _no_general)
+        read = store.read_queue_into("T", 0, 0, 32, 1 << 20, sink)
+        assert (read.next_offset, sink.count) == (12, 12)
+        got = [m.body for m in decode_messages(sink.body())]
     else:
         got = [r.body for r in store.read_queue("T", 0, 0, 32).records]
     assert got == expected
@@ -57,3 +64,7 @@ def test_a_unit_naming_another_sound_record_is_rebuilt(
     assert [(u.physical_offset, u.size, u.tags_code) for u in store.queue_units("T", 0, 0, 32)] == units[
         ("T", 0)
     ]
+
+
+def _no_general(physical_offset: int) -> bytes:
+    raise AssertionError(f"record at {physical_offset} should not need the general path")

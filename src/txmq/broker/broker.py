@@ -42,7 +42,7 @@ from txmq.common import properties as props
 from txmq.common.clock import Clock, SystemClock
 from txmq.common.message import LeanMessage, Message, MessageQueue, MessageView, SendResult
 from txmq.storage.api import ReadStatus, StoreConfig, StoredRecord
-from txmq.storage.codec import RawRecord
+from txmq.storage.codec import RawRecord, RecordSink
 from txmq.storage.dirlock import StoreLock
 from txmq.storage.fs import FileSystem
 from txmq.storage.store import MessageStore
@@ -602,6 +602,42 @@ class Broker:
         def once(offset: int, tag_filter: TagFilter) -> tuple[RawPullResult, bool]:
             result = self._pull_once_raw(topic, queue_id, offset, batch_size, tag_filter, max_bytes)
             return result, bool(result.records)
+
+        return await self._pull_loop(once, topic, queue_id, offset, batch_size, expression, long_poll_ms)
+
+    async def pull_into(
+        self,
+        sink: RecordSink,
+        *,
+        group: str | None,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        batch_size: int,
+        expression: str | None = None,
+        long_poll_ms: int = 0,
+        max_bytes: int = limits.pull_bytes_max,
+    ) -> RawPullResult:
+        """:meth:`pull_raw` with the messages handed to ``sink`` (``storage.codec.RecordSink``) instead
+        of returned: the same queue positions, filter, statuses, offsets and long polling; the result's
+        ``records`` is empty and ``sink.count`` says how many messages the pull found. Without a tag
+        filter the log's records go straight to the sink (``MessageStore.read_queue_into``: no
+        RawRecord tuples); with one, the records :meth:`pull_raw` keeps go to ``sink.take_fields``."""
+
+        def once(offset: int, tag_filter: TagFilter) -> tuple[RawPullResult, bool]:
+            if tag_filter.match_all:
+                read = self.store.read_queue_into(topic, queue_id, offset, batch_size, max_bytes, sink)
+                found = sink.count > 0
+                status = read.status
+                if status is ReadStatus.FOUND and not found:
+                    status = ReadStatus.NO_NEW_MESSAGE
+                return RawPullResult(status, [], read.next_offset, read.min_offset, read.max_offset), found
+            result = self._pull_once_raw(topic, queue_id, offset, batch_size, tag_filter, max_bytes)
+            sink.clear()
+            for record in result.records:
+                sink.take_fields(record)
+            kept = RawPullResult(result.status, [], result.next_offset, result.min_offset, result.max_offset)
+            return kept, bool(result.records)
 
         return await self._pull_loop(once, topic, queue_id, offset, batch_size, expression, long_poll_ms)
 

@@ -584,6 +584,36 @@ class CommitLog:
                 records.append(checked)
         return records
 
+    def read_many_into(
+        self,
+        locations: Sequence[tuple[int, int, int, int]],
+        limit: int,
+        topic: bytes,
+        queue_id: int,
+        sink: codec.RecordSink,
+        quiet: bool = False,
+    ) -> None:
+        """:meth:`read_many_raw` fused with its consumer: each record goes to ``sink`` (checked by
+        :func:`codec.check_into`, the same checks, a unit's included) instead of into a list of
+        RawRecord tuples. A record failing them goes through :meth:`read` as in :meth:`read_many_raw`
+        (its error raised, or the record found there checked against its unit and given to
+        ``sink.take_fields``)."""
+        for data, first, run in self._runs(locations, limit):
+            if data is None:
+                offset, size, tags_code, queue_offset = run[0]
+                fields = self._read_raw(offset, limit, quiet)
+                self._check_unit(fields, offset, size, tags_code, queue_offset, topic, queue_id)
+                sink.take_fields(fields)
+                continue
+            view = memoryview(data)
+            for offset, size, tags_code, queue_offset in run:
+                if not codec.check_into(  # a direct native call when compiled (no boxed arguments)
+                    data, offset - first, view, offset, size, queue_id, queue_offset, tags_code, topic, sink
+                ):  # the general read's error, or the record found there, checked
+                    fields = self._read_raw(offset, limit, quiet)
+                    self._check_unit(fields, offset, size, tags_code, queue_offset, topic, queue_id)
+                    sink.take_fields(fields)
+
     @staticmethod
     def _check_unit(
         fields: codec.RawRecord, offset: int, size: int, tags_code: int, queue_offset: int, topic: bytes,

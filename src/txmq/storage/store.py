@@ -432,8 +432,18 @@ class MessageStore:
         the caller checks the tag itself)."""
         return self._read_queue_raw(topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, True)
 
+    def read_queue_into(self, topic: str, queue_id: int, queue_offset: int, max_count: int, max_bytes: int,
+                        sink: codec.RecordSink) -> RawQueueRead:  # fmt: skip
+        """:meth:`read_queue_raw` (no tag filter) with the records handed to ``sink``
+        (``CommitLog.read_many_into``: the same checks, no RawRecord tuples); the result's ``records``
+        is empty, ``sink.count`` says how many were read. The sink is cleared first (and again if a
+        damaged unit is rebuilt and the queue read again)."""
+        sink.clear()
+        return self._read_queue_raw(topic, queue_id, queue_offset, max_count, max_bytes, None, True, sink)
+
     def _read_queue_raw(self, topic: str, queue_id: int, queue_offset: int, max_count: int, max_bytes: int,
-                        tags_codes: frozenset[int] | None, repair: bool) -> RawQueueRead:  # fmt: skip
+                        tags_codes: frozenset[int] | None, repair: bool,
+                        sink: codec.RecordSink | None = None) -> RawQueueRead:  # fmt: skip
         queue, miss = self._locate(topic, queue_id, queue_offset, max_count)
         if queue is None:
             return RawQueueRead(*miss)
@@ -449,10 +459,12 @@ class MessageStore:
                 locations.append((physical_offset, size, tags_code, queue_offset + counted))
             counted += 1
             total += size
-        records = self._read_units(topic, queue_id, queue, queue_offset, counted, locations, repair)
+        records = self._read_units(topic, queue_id, queue, queue_offset, counted, locations, repair, sink)
         if records is None:  # a damaged unit was rebuilt from the log: read again
+            if sink is not None:
+                sink.clear()
             return self._read_queue_raw(
-                topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, False
+                topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, False, sink
             )
         return RawQueueRead(ReadStatus.FOUND, records, queue_offset + counted, low, high)
 
@@ -465,6 +477,7 @@ class MessageStore:
         counted: int,
         locations: list[tuple[int, int, int, int]],
         repair: bool,
+        sink: codec.RecordSink | None = None,
     ) -> list[codec.RawRecord] | None:
         """The records at ``locations`` (``(log offset, size, tags code, queue offset)`` of units in the
         ``counted`` units the read covers from queue offset ``first``), each checked to be the one its
@@ -473,10 +486,16 @@ class MessageStore:
         flipped bit) points elsewhere, at another record or at none; then the units are checked against
         the log and a damaged one is rebuilt from it (:meth:`_repair_units`) and None returned: the
         caller reads again. An error with every unit intact is the log's own damage (logged once per
-        record), raised."""
+        record), raised. With ``sink``, the records go to it (``CommitLog.read_many_into``) and the
+        list returned is empty."""
         if not locations:
             return []
         try:
+            if sink is not None:
+                self._log.read_many_into(
+                    locations, self._visible_limit(), _topic_bytes(topic), queue_id, sink, True
+                )
+                return []
             return self._log.read_many_raw(
                 locations, self._visible_limit(), True, _topic_bytes(topic), queue_id
             )

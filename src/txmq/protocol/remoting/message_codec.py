@@ -47,9 +47,13 @@ _TOPIC_V1_MAX: Final = 127
 _PROPERTIES_MAX: Final = 0x7FFF  # a Java short
 
 # fields 1-14 with IPv4 hosts, then the body length
-_V4_FIXED = struct.Struct(">iiiiiqqiq4siq4siiqi")
+_V4_FIXED: Final = struct.Struct(">iiiiiqqiq4siq4siiqi")
+# the same with the constant fields as zero padding (flag, sys flag, prepared offset) and each host as its
+# 8 packed bytes (:func:`packed_host`): what PullBodyWriter.add_packed packs, 12 arguments instead of 17
+_V4_PACKED: Final = struct.Struct(">iiii4xqq4xq8sq8si8xi")
 _HEAD = struct.Struct(">iiiiiqqiq")  # fields 1-9, common to every layout
 _HOST4 = struct.Struct(">4si")
+assert _V4_PACKED.size == _V4_FIXED.size
 _HOST6 = struct.Struct(">16si")
 _TAIL = struct.Struct(">iqi")  # 13, 14, body length
 _STAMP = struct.Struct(">q")
@@ -168,44 +172,106 @@ PulledRecord = tuple[bytes | memoryview, bytes, int, int, int, int, bytes, int, 
 def encode_pulled(topic: str, records: list[PulledRecord | bytes]) -> bytes:
     """A PULL_MESSAGE response body from raw fields: byte for byte what :func:`encode_messages` writes
     for the same messages with ``sys_flag``, ``flag`` and the prepared offset 0 and the body CRC
-    computed (what the broker's ``to_wire`` builds), one struct pack per record and one join.
-    A ``bytes`` item is a record encoded already (the general path's), copied as it is."""
+    computed (what the broker's ``to_wire`` builds), one struct pack per record and one join
+    (:class:`PullBodyWriter`). A ``bytes`` item is a record encoded already (the general path's),
+    copied as it is."""
     if not records:
         return b""
-    topic_bytes = topic.encode("utf-8")
-    topic_error = None  # raised where encode_message raises it: after the properties check
-    if len(topic_bytes) <= _TOPIC_V1_MAX:
-        magic, topic_part = MAGIC_V1, _U8.pack(len(topic_bytes)) + topic_bytes
-    elif len(topic_bytes) <= 0x7FFF:
-        magic, topic_part = MAGIC_V2, _U16.pack(len(topic_bytes)) + topic_bytes
-    else:
-        magic, topic_part = MAGIC_V2, b""
-        topic_error = LocalProtocolError(
-            f"topic of {len(topic_bytes)} bytes is too long for a message record"
-        )
-    pack, crc32, fixed_size = _V4_FIXED.pack, _crc32, _V4_FIXED.size + len(topic_part) + 2
-    parts: list[bytes | memoryview] = []
+    writer = PullBodyWriter(topic)
     for record in records:
         if isinstance(record, bytes):
-            parts.append(record)
+            writer.add_encoded(record)
             continue
         (body, properties, queue_id, queue_offset, commit_log_offset, born_ts, born_ip, born_port, store_ts,
          store_ip, store_port, reconsume) = record  # fmt: skip
-        if len(properties) > _PROPERTIES_MAX:
+        writer.add(body, properties, queue_id, queue_offset, commit_log_offset, born_ts, born_ip, born_port,
+                   store_ts, store_ip, store_port, reconsume)  # fmt: skip
+    return writer.getvalue()
+
+
+def packed_host(ip: bytes, port: int) -> bytes:
+    """A record's IPv4 host field: the 4 address bytes and the port (an int32); LocalProtocolError if
+    the port does not fit, as :func:`encode_message` raises."""
+    try:
+        return _HOST4.pack(ip, port)
+    except struct.error as exc:
+        raise LocalProtocolError(f"message field out of range: {exc}") from None
+
+
+class PullBodyWriter:
+    """A PULL_MESSAGE response body built record by record (:func:`encode_pulled`'s records, and the
+    broker's fused pull path, which adds each record straight from the commit log's pread buffer):
+    the parts of every record are kept and joined once by :meth:`getvalue`."""
+
+    def __init__(self, topic: str) -> None:
+        topic_bytes = topic.encode("utf-8")
+        self.topic_error: LocalProtocolError | None = None  # raised where encode_message raises it
+        if len(topic_bytes) <= _TOPIC_V1_MAX:
+            self.magic, self.topic_part = MAGIC_V1, _U8.pack(len(topic_bytes)) + topic_bytes
+        elif len(topic_bytes) <= 0x7FFF:
+            self.magic, self.topic_part = MAGIC_V2, _U16.pack(len(topic_bytes)) + topic_bytes
+        else:
+            self.magic, self.topic_part = MAGIC_V2, b""
+            self.topic_error = LocalProtocolError(
+                f"topic of {len(topic_bytes)} bytes is too long for a message record"
+            )
+        self.fixed_size = _V4_FIXED.size + len(self.topic_part) + 2
+        self.parts: list[bytes | memoryview] = []
+
+    def add(
+        self, body: bytes | memoryview, properties: bytes, queue_id: int, queue_offset: int,
+        commit_log_offset: int, born_ts: int, born_ip: bytes, born_port: int, store_ts: int, store_ip: bytes,
+        store_port: int, reconsume: int,
+    ) -> None:  # fmt: skip
+        """One record (``sys_flag``, ``flag`` and the prepared offset 0; the body CRC computed);
+        ``body`` is kept, not copied, until :meth:`getvalue`."""
+        if len(properties) > _PROPERTIES_MAX:  # checked first, as encode_message does
             raise errors.PropertiesTooLarge("properties", len(properties), _PROPERTIES_MAX)
-        if topic_error is not None:
-            raise topic_error
+        if self.topic_error is not None:
+            raise self.topic_error
+        self.add_packed(
+            body, len(properties).to_bytes(2, "big") + properties, queue_id, queue_offset, commit_log_offset,
+            born_ts, packed_host(born_ip, born_port), store_ts, packed_host(store_ip, store_port), reconsume,
+        )  # fmt: skip
+
+    def add_packed(
+        self, body: bytes | memoryview, length_and_properties: bytes, queue_id: int, queue_offset: int,
+        commit_log_offset: int, born_ts: int, born_host: bytes, store_ts: int, store_host: bytes,
+        reconsume: int,
+    ) -> None:  # fmt: skip
+        """:meth:`add` with the properties after their big-endian u16 length, as the record's wire form
+        ends (and a CommitLog record holds them: one slice of a stored record, no length encoded), and
+        the hosts packed (:func:`packed_host`, cached by the caller)."""
+        properties_len = len(length_and_properties) - 2
+        if properties_len > _PROPERTIES_MAX:  # checked first, as encode_message does
+            raise errors.PropertiesTooLarge("properties", properties_len, _PROPERTIES_MAX)
+        if self.topic_error is not None:
+            raise self.topic_error
         body_len = len(body)
         try:
-            fixed = pack(
-                fixed_size + body_len + len(properties), magic, crc32(body) & 0x7FFFFFFF, queue_id, 0,
-                queue_offset, commit_log_offset, 0, born_ts, born_ip, born_port, store_ts, store_ip,
-                store_port, reconsume, 0, body_len,
+            fixed = _V4_PACKED.pack(
+                self.fixed_size + body_len + properties_len, self.magic, _crc32(body) & 0x7FFFFFFF,
+                queue_id, queue_offset, commit_log_offset, born_ts, born_host, store_ts, store_host,
+                reconsume, body_len,
             )  # fmt: skip
         except struct.error as exc:
             raise LocalProtocolError(f"message field out of range: {exc}") from None
-        parts += (fixed, body, topic_part, len(properties).to_bytes(2, "big"), properties)
-    return b"".join(parts)
+        self.parts += (fixed, body, self.topic_part, length_and_properties)
+
+    def add_encoded(self, record: bytes) -> int:
+        """A record encoded already, copied as it is; returns its place for :meth:`replace`."""
+        self.parts.append(record)
+        return len(self.parts) - 1
+
+    def replace(self, place: int, record: bytes) -> None:
+        """Put ``record`` (encoded) where :meth:`add_encoded` put a placeholder."""
+        self.parts[place] = record
+
+    def clear(self) -> None:
+        self.parts.clear()
+
+    def getvalue(self) -> bytes:
+        return b"".join(self.parts)
 
 
 def encode_messages(messages: list[WireMessage]) -> bytes:

@@ -25,9 +25,9 @@ from txmq.protocol.remoting.headers import (
     UpdateConsumerOffsetRequestHeader,
     parse_pull_header,
 )
-from txmq.protocol.remoting.message_codec import encode_message, encode_pulled
+from txmq.protocol.remoting.message_codec import encode_message
 from txmq.server.remoting.context import RemotingContext
-from txmq.server.remoting.convert import pulled, to_wire
+from txmq.server.remoting.convert import PullSink, to_wire
 from txmq.server.remoting_transport import RemotingEndpoint
 from txmq.storage.api import ReadStatus
 
@@ -49,30 +49,29 @@ async def pull(ctx: RemotingContext, request: RemotingCommand, endpoint: Remotin
     long_poll = header.suspend_timeout_millis if header.sys_flag & PULL_SUSPEND else 0
     batch_size = max(1, min(header.max_msg_nums, limits.pull_batch_max))
     topic = header.topic
-    result = await broker.pull_raw(
-        group=header.consumer_group, topic=topic, queue_id=header.queue_id, offset=header.queue_offset,
+
+    def general(physical_offset: int) -> bytes:
+        return encode_message(to_wire(to_view(broker.store.read(physical_offset)), topic=topic))
+
+    # fused: the commit log's records go straight into the wire body (no per-record tuples)
+    sink = PullSink(topic, general)
+    result = await broker.pull_into(
+        sink, group=header.consumer_group, topic=topic, queue_id=header.queue_id, offset=header.queue_offset,
         batch_size=batch_size, expression=_expression(ctx, header),
         long_poll_ms=max(0, min(long_poll, limits.long_polling_ms_max)),
         max_bytes=min(header.max_msg_bytes or limits.pull_bytes_max, limits.pull_bytes_max),
     )  # fmt: skip
-    code = _pull_code(result, header.queue_offset)
+    code = _pull_code(result, sink.count > 0, header.queue_offset)
     response_header = PullMessageResponseHeader(
         suggest_which_broker_id=0, next_begin_offset=result.next_offset, min_offset=result.min_offset,
         max_offset=result.max_offset,
     )  # fmt: skip
-    body = b""
-    if code == ResponseCode.SUCCESS:
-
-        def general(physical_offset: int) -> bytes:
-            return encode_message(to_wire(to_view(broker.store.read(physical_offset)), topic=topic))
-
-        # straight from the raw record fields to wire records: one struct pack each, one join
-        body = encode_pulled(topic, pulled(result.records, topic, general))
+    body = sink.body() if code == ResponseCode.SUCCESS else b""
     return make_response(request, code, ext_fields=response_header.to_ext_fields(), body=body)
 
 
-def _pull_code(result: RawPullResult, offset: int) -> ResponseCode:
-    if result.records:
+def _pull_code(result: RawPullResult, found: bool, offset: int) -> ResponseCode:
+    if found:
         return ResponseCode.SUCCESS
     status = result.status
     if status is ReadStatus.NO_NEW_MESSAGE:

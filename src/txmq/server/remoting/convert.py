@@ -10,13 +10,22 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from typing import Final
 
 from txmq.broker.records import split_host
 from txmq.common import errors
 from txmq.common import properties as props
 from txmq.common.message import LeanMessage, Message, MessageView, SysFlag
 from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
-from txmq.protocol.remoting.message_codec import PulledRecord, WireMessage, body_crc, ipv4_bytes
+from txmq.protocol.remoting.errors import LocalProtocolError
+from txmq.protocol.remoting.message_codec import (
+    PullBodyWriter,
+    PulledRecord,
+    WireMessage,
+    body_crc,
+    ipv4_bytes,
+    packed_host,
+)
 from txmq.storage import codec
 from txmq.storage.codec import RawRecord
 
@@ -244,7 +253,7 @@ _NAMES_MAX = 4096
 # a record's names part (topic, born host, store host as stored) -> (topic, born, store as the wire
 # carries them), or None when a host is not UTF-8; a broker sees few distinct names parts
 _wire_names: dict[bytes, tuple[bytes, tuple[bytes, int], tuple[bytes, int]] | None] = {}
-_RECONSUME_KEY = (props.RECONSUME_TIME + props.NAME_VALUE_SEPARATOR).encode()
+_RECONSUME_KEY: Final = (props.RECONSUME_TIME + props.NAME_VALUE_SEPARATOR).encode()
 
 
 def _names_for_wire(names: bytes) -> tuple[bytes, tuple[bytes, int], tuple[bytes, int]] | None:
@@ -279,10 +288,96 @@ def pulled(
     for (_, queue_id, _, queue_offset, physical_offset, _, born_ts, store_ts, _, reconsume, _, names,
          properties, body) in records:  # fmt: skip
         wire = cache[names] if names in cache else _names_for_wire(names)
-        if wire is None or wire[0] != topic_bytes or _RECONSUME_KEY in properties:
+        if wire is None or wire[0] != topic_bytes or properties.find(_RECONSUME_KEY) >= 0:
             append(general(physical_offset))
             continue
         born, store = wire[1], wire[2]
         append((body, properties, queue_id, queue_offset, physical_offset, born_ts, born[0], born[1],
                 store_ts, store[0], store[1], reconsume))  # fmt: skip
     return result
+
+
+# names part -> (topic, born host, store host) packed for the wire (``packed_host``), None for the
+# general path (hosts not UTF-8, or a port that does not fit, which the general encoder then reports)
+_packed_names: dict[bytes, tuple[bytes, bytes, bytes] | None] = {}
+
+
+def _names_packed(names: bytes) -> tuple[bytes, bytes, bytes] | None:
+    wire = _wire_names[names] if names in _wire_names else _names_for_wire(names)
+    packed = None
+    if wire is not None:
+        try:
+            packed = (wire[0], packed_host(*wire[1]), packed_host(*wire[2]))
+        except LocalProtocolError:
+            packed = None
+    if len(_packed_names) < _NAMES_MAX:
+        _packed_names[names] = packed
+    return packed
+
+
+class PullSink(codec.RecordSink):
+    """The fused pull path's sink (``Broker.pull_into``): each record the commit log hands over goes
+    straight into the PULL_MESSAGE body (:class:`PullBodyWriter`) as :func:`pulled` and
+    :func:`encode_pulled` would write it; records :func:`pulled` hands to the general path (a
+    RECONSUME_TIME property, another stored topic, hosts not UTF-8), and those whose host port does not
+    fit the wire's int32 (the general encoder reports it), are encoded by ``general(physical_offset)``
+    when :meth:`body` is called, after the read, in their place."""
+
+    def __init__(self, topic: str, general: Callable[[int], bytes]) -> None:
+        self.topic_bytes = topic.encode("utf-8")
+        self.general = general
+        self.writer = PullBodyWriter(topic)
+        self.pending: list[tuple[int, int]] = []  # (place in the writer, physical offset)
+        self.count = 0
+        self.last_names = b""  # the last names part seen and its packed wire form (a one-entry cache)
+        self.last_wire: tuple[bytes, bytes, bytes] | None = None
+
+    def take(
+        self, data: bytes, names_start: int, names_end: int, properties_end: int, body: memoryview,
+        queue_id: int, queue_offset: int, physical_offset: int, born_ts: int, store_ts: int, reconsume: int,
+    ) -> None:  # fmt: skip
+        # the properties with their stored u16 length: the wire's length and properties as they are
+        self._add(
+            data[names_start:names_end], data[names_end:properties_end], body, queue_id, queue_offset,
+            physical_offset, born_ts, store_ts, reconsume,
+        )  # fmt: skip
+
+    def take_fields(self, fields: RawRecord) -> None:
+        (_, queue_id, _, queue_offset, physical_offset, _, born_ts, store_ts, _, reconsume, _, names,
+         properties, body) = fields  # fmt: skip
+        self._add(
+            names, len(properties).to_bytes(2, "big") + properties, body, queue_id, queue_offset,
+            physical_offset, born_ts, store_ts, reconsume,
+        )  # fmt: skip
+
+    def _add(
+        self, names: bytes, length_and_properties: bytes, body: memoryview, queue_id: int, queue_offset: int,
+        physical_offset: int, born_ts: int, store_ts: int, reconsume: int,
+    ) -> None:  # fmt: skip
+        self.count += 1
+        if names == self.last_names:  # a pull's records mostly share their names part
+            wire = self.last_wire
+        else:
+            wire = _packed_names[names] if names in _packed_names else _names_packed(names)
+            self.last_names, self.last_wire = names, wire
+        # find, not `in`: bytes.__contains__ first tries the needle as an int (a TypeError built and
+        # dropped, ~2,000 instructions a record). The length bytes in front can only add a false match,
+        # which the general path answers the same.
+        if wire is None or wire[0] != self.topic_bytes or length_and_properties.find(_RECONSUME_KEY) >= 0:
+            self.pending.append((self.writer.add_encoded(b""), physical_offset))
+            return
+        self.writer.add_packed(
+            body, length_and_properties, queue_id, queue_offset, physical_offset, born_ts, wire[1], store_ts,
+            wire[2], reconsume,
+        )  # fmt: skip
+
+    def clear(self) -> None:
+        self.writer.clear()
+        self.pending.clear()
+        self.count = 0
+
+    def body(self) -> bytes:
+        """The response body of every record taken, in order."""
+        for place, physical_offset in self.pending:
+            self.writer.replace(place, self.general(physical_offset))
+        return self.writer.getvalue()
