@@ -423,9 +423,10 @@ class MessageStore:
                        tags_codes: frozenset[int] | None = None) -> RawQueueRead:  # fmt: skip
         """:meth:`read_queue` with the records as raw fields (``codec.RawRecord``), for the pull path.
 
-        Same units, same byte budget, same next offset. With ``tags_codes``, units whose tags code is
-        not in it are passed over without reading their records (hash collisions still come back:
-        the caller checks the tag itself)."""
+        Same units, same byte budget, same next offset. With ``tags_codes``, the records of units whose
+        tags code is not in it are left out of the answer (hash collisions still come back: the caller
+        checks the tag itself); they are read and checked against their units too, so a unit whose
+        tags code was damaged on disk is rebuilt instead of hiding its message from the filter."""
         return self._read_queue_raw(topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, True)
 
     def _read_queue_raw(self, topic: str, queue_id: int, queue_offset: int, max_count: int, max_bytes: int,
@@ -441,15 +442,25 @@ class MessageStore:
         ):
             if counted and total + size > max_bytes:
                 break
-            if tags_codes is None or tags_code in tags_codes:
-                locations.append((physical_offset, size, tags_code, queue_offset + counted))
+            locations.append((physical_offset, size, tags_code, queue_offset + counted))
             counted += 1
             total += size
-        records = self._read_units(topic, queue_id, queue, queue_offset, counted, locations, repair)
+        try:
+            records = self._read_units(topic, queue_id, queue, queue_offset, counted, locations, repair)
+        except (InvalidOffset, CorruptRecord):
+            if tags_codes is None:
+                raise
+            # the log's own damage (no unit to rebuild): a record the filter leaves out is passed over
+            # as before; the records it keeps must read
+            chosen = [location for location in locations if location[2] in tags_codes]
+            kept = self._read_units(topic, queue_id, queue, queue_offset, counted, chosen, False)
+            return RawQueueRead(ReadStatus.FOUND, kept or [], queue_offset + counted, low, high)
         if records is None:  # a damaged unit was rebuilt from the log: read again
             return self._read_queue_raw(
                 topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, False
             )
+        if tags_codes is not None:  # each record's tags code (field 8) was checked equal to its unit's
+            records = [raw for raw in records if raw[8] in tags_codes]
         return RawQueueRead(ReadStatus.FOUND, records, queue_offset + counted, low, high)
 
     def _read_units(
@@ -567,6 +578,24 @@ class MessageStore:
         _check_queue_args(queue_id, queue_offset, max_count)
         queue = self._queues.get(topic, queue_id)
         return [] if queue is None else queue.units(queue_offset, min(max_count, limits.pull_batch_max))
+
+    def checked_units(self, topic: str, queue_id: int, queue_offset: int, max_count: int) -> list[QueueUnit]:
+        """:meth:`queue_units`, each unit checked against the record it names (the checks of a queue
+        read: log offset, size, tags code, topic, queue id, queue offset): for scans that act on a unit's
+        fields before or without reading its record (the transaction cursor, delay levels and timer
+        buckets: the tags code is a time there). A unit damaged on disk is rebuilt from the log (logged
+        once) and the units read again; the log's own damage is raised as a queue read raises it."""
+        _check_queue_args(queue_id, queue_offset, max_count)
+        for repair in (True, False):
+            queue = self._queues.get(topic, queue_id)
+            if queue is None:
+                return []
+            units = queue.raw_units(queue_offset, min(max_count, limits.pull_batch_max))
+            at = queue_offset
+            locations = [(p, size, tags, at + i) for i, (p, size, tags) in enumerate(units)]
+            if self._read_units(topic, queue_id, queue, at, len(locations), locations, repair) is not None:
+                return [QueueUnit(q, p, size, tags) for p, size, tags, q in locations]
+        raise AssertionError("unreachable: a read without repair returns its records or raises")
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         queue = self._queues.get(topic, queue_id)
