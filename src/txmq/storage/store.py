@@ -423,10 +423,11 @@ class MessageStore:
                        tags_codes: frozenset[int] | None = None) -> RawQueueRead:  # fmt: skip
         """:meth:`read_queue` with the records as raw fields (``codec.RawRecord``), for the pull path.
 
-        Same units, same byte budget, same next offset. With ``tags_codes``, the records of units whose
-        tags code is not in it are left out of the answer (hash collisions still come back: the caller
-        checks the tag itself); they are read and checked against their units too, so a unit whose
-        tags code was damaged on disk is rebuilt instead of hiding its message from the filter."""
+        Same units, same byte budget, same next offset. With ``tags_codes``, units whose tags code is
+        not in it are left out without reading their records whole (hash collisions still come back:
+        the caller checks the tag itself), but each is held to its record's header
+        (``CommitLog.units_named``), so a unit whose tags code was damaged on disk is rebuilt instead of
+        hiding its message from the filter."""
         return self._read_queue_raw(topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, True)
 
     def _read_queue_raw(self, topic: str, queue_id: int, queue_offset: int, max_count: int, max_bytes: int,
@@ -436,31 +437,33 @@ class MessageStore:
             return RawQueueRead(*miss)
         low, high = queue.min_offset, queue.max_offset
         locations: list[tuple[int, int, int, int]] = []
+        left_out: list[tuple[int, int, int, int]] = []  # units the filter leaves out (checked once)
         total = counted = 0
         for physical_offset, size, tags_code in queue.raw_units(
             queue_offset, min(max_count, limits.pull_batch_max)
         ):
             if counted and total + size > max_bytes:
                 break
-            locations.append((physical_offset, size, tags_code, queue_offset + counted))
+            if tags_codes is None or tags_code in tags_codes:
+                locations.append((physical_offset, size, tags_code, queue_offset + counted))
+            elif repair:
+                left_out.append((physical_offset, size, tags_code, queue_offset + counted))
             counted += 1
             total += size
-        try:
-            records = self._read_units(topic, queue_id, queue, queue_offset, counted, locations, repair)
-        except (InvalidOffset, CorruptRecord):
-            if tags_codes is None:
-                raise
-            # the log's own damage (no unit to rebuild): a record the filter leaves out is passed over
-            # as before; the records it keeps must read
-            chosen = [location for location in locations if location[2] in tags_codes]
-            kept = self._read_units(topic, queue_id, queue, queue_offset, counted, chosen, False)
-            return RawQueueRead(ReadStatus.FOUND, kept or [], queue_offset + counted, low, high)
+        if (
+            left_out
+            and not self._log.units_named(left_out, self._visible_limit(), _topic_bytes(topic), queue_id)
+            and self._repair_units(topic, queue_id, queue, queue_offset, counted)
+        ):  # a damaged unit was rebuilt from the log: read again (else: the log's own damage in a
+            # record the filter leaves out, passed over as before)
+            return self._read_queue_raw(
+                topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, False
+            )
+        records = self._read_units(topic, queue_id, queue, queue_offset, counted, locations, repair)
         if records is None:  # a damaged unit was rebuilt from the log: read again
             return self._read_queue_raw(
                 topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, False
             )
-        if tags_codes is not None:  # each record's tags code (field 8) was checked equal to its unit's
-            records = [raw for raw in records if raw[8] in tags_codes]
         return RawQueueRead(ReadStatus.FOUND, records, queue_offset + counted, low, high)
 
     def _read_units(
@@ -580,12 +583,14 @@ class MessageStore:
         return [] if queue is None else queue.units(queue_offset, min(max_count, limits.pull_batch_max))
 
     def checked_units(self, topic: str, queue_id: int, queue_offset: int, max_count: int) -> list[QueueUnit]:
-        """:meth:`queue_units`, each unit checked against the record it names (the checks of a queue
-        read: log offset, size, tags code, topic, queue id, queue offset): for scans that act on a unit's
-        fields before or without reading its record (the transaction cursor, delay levels and timer
-        buckets: the tags code is a time there). A unit damaged on disk is rebuilt from the log (logged
-        once) and the units read again; the log's own damage is raised as a queue read raises it."""
+        """:meth:`queue_units`, each unit checked against the header of the record it names
+        (``CommitLog.units_named``: log offset, size, tags code, topic, queue id, queue offset), for
+        scans that act on a unit's fields before or without reading its record (the transaction cursor,
+        delay levels and timer buckets: the tags code is a time there). A unit damaged on disk is
+        rebuilt from the log (logged once) and the units read again. The log's own damage (no unit to
+        rebuild) leaves the units as they are: the scan's read of that record meets it as before."""
         _check_queue_args(queue_id, queue_offset, max_count)
+        name = _topic_bytes(topic)
         for repair in (True, False):
             queue = self._queues.get(topic, queue_id)
             if queue is None:
@@ -593,9 +598,12 @@ class MessageStore:
             units = queue.raw_units(queue_offset, min(max_count, limits.pull_batch_max))
             at = queue_offset
             locations = [(p, size, tags, at + i) for i, (p, size, tags) in enumerate(units)]
-            if self._read_units(topic, queue_id, queue, at, len(locations), locations, repair) is not None:
-                return [QueueUnit(q, p, size, tags) for p, size, tags, q in locations]
-        raise AssertionError("unreachable: a read without repair returns its records or raises")
+            if self._log.units_named(locations, self._visible_limit(), name, queue_id):
+                break
+            if not (repair and self._repair_units(topic, queue_id, queue, at, len(locations))):
+                break
+            # rebuilt from the log: read the units again
+        return [QueueUnit(q, p, size, tags) for p, size, tags, q in locations]
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         queue = self._queues.get(topic, queue_id)
