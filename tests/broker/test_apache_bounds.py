@@ -98,9 +98,13 @@ async def _renewed_receive(broker: Broker, clock: FakeClock, client: str) -> str
     return view.receipt_handle or ""
 
 
-async def _tick_for(broker: Broker, clock: FakeClock, ms: int, step_ms: int = 5_000) -> None:
+async def _tick_for(
+    broker: Broker, clock: FakeClock, ms: int, step_ms: int = 5_000, heartbeat: str | None = None
+) -> None:
     for _ in range(ms // step_ms):
         clock.advance(step_ms)
+        if heartbeat is not None:  # a live client heartbeats (silent past the expiry: gone)
+            broker.clients.touch(heartbeat)
         await broker.tick(clock.now_ms())
 
 
@@ -112,7 +116,7 @@ async def test_an_auto_renew_lease_is_renewed_while_its_client_lives(
     message again. Renewed under the same handle: the client's ack still works."""
     broker.clients.touch("c1", kind=ClientKind.SIMPLE_CONSUMER, groups={"g"}, channel=RecordingChannel())
     handle = await _renewed_receive(broker, clock, "c1")
-    await _tick_for(broker, clock, 10 * 60_000)  # ten minutes: ten leases of 60 s
+    await _tick_for(broker, clock, 10 * 60_000, heartbeat="c1")  # ten minutes: ten leases of 60 s
     assert await receive(broker, "g", "t") == []
     broker.ack(group="g", receipt_handle=handle)
     await _tick_for(broker, clock, 120_000)
@@ -129,7 +133,7 @@ async def test_an_auto_renew_lease_ends_when_its_client_is_gone_or_after_3_hours
     await send(broker, "t", b"endless")
     (view,) = [v for v in await receive(broker, "g", "t", invisible_ms=60_000) if v.body == b"endless"]
     broker.renew_for("g", "c1", [view])
-    await _tick_for(broker, clock, limits.auto_renew_max_ms - 60_000, step_ms=30_000)
+    await _tick_for(broker, clock, limits.auto_renew_max_ms - 60_000, step_ms=10_000, heartbeat="c1")
     assert b"endless" not in [v.body for v in await receive(broker, "g", "t")]
-    await _tick_for(broker, clock, 180_000, step_ms=30_000)
+    await _tick_for(broker, clock, 180_000, step_ms=10_000, heartbeat="c1")
     assert b"endless" in [v.body for v in await receive(broker, "g", "t")]

@@ -4,6 +4,8 @@ them are byte for byte what ``encode_message(to_wire(to_view(record)))`` writes 
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -323,3 +325,36 @@ def test_fused_check_takes_a_sound_record_with_its_fields() -> None:
     assert sink.body() == encode_pulled("Topic", pulled([codec.split(good)], "Topic", _no_general))
     sink.clear()
     assert (sink.count, sink.body()) == (0, b"")
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    queue_id=st.integers(0, 2**31 - 1),
+    queue_offset=st.integers(0, 2**62),
+    physical_offset=st.integers(0, 2**62),
+    tags=st.integers(-(2**63), 2**63 - 1),
+    topic=st.binary(min_size=1, max_size=40),
+    body=st.binary(max_size=64),
+    bit=st.integers(0, 159),
+)
+def test_names_unit_agrees_with_split_checked_on_every_flipped_unit_bit(
+    queue_id: int, queue_offset: int, physical_offset: int, tags: int, topic: bytes, body: bytes, bit: int
+) -> None:
+    """``codec.names_unit`` (the header-only unit check of records nobody reads whole) holds a record to
+    its unit as ``split_checked`` does: true for its own unit, false for the unit with any one of its
+    160 bits flipped (log offset, size, tags code), and for another queue id, queue offset or topic."""
+    f = codec.RecordFields(topic, queue_id, body, b"", tags, 0, 0, 1, b"h", 0, 0)
+    good = codec.encode(
+        f, store_host=b"s", queue_offset=queue_offset, physical_offset=physical_offset, store_timestamp_ms=2
+    )
+    size = len(good)
+    assert codec.names_unit(good, 0, physical_offset, size, queue_id, queue_offset, tags, topic)
+    unit = bytearray(struct.pack(">qiq", physical_offset, size, tags))
+    unit[bit // 8] ^= 0x80 >> (bit % 8)
+    offset, flipped_size, flipped_tags = struct.unpack(">qiq", bytes(unit))
+    assert not codec.names_unit(good, 0, offset, flipped_size, queue_id, queue_offset, flipped_tags, topic)
+    for other_id, other_offset, other_topic in [
+        (queue_id ^ 1, queue_offset, topic), (queue_id, queue_offset ^ 1, topic),
+        (queue_id, queue_offset, topic + b"x"), (queue_id, queue_offset, bytes([topic[0] ^ 1]) + topic[1:]),
+    ]:  # fmt: skip
+        assert not codec.names_unit(good, 0, physical_offset, size, other_id, other_offset, tags, other_topic)

@@ -76,7 +76,7 @@ def test_every_position_budget_and_filter_agrees_across_files_and_segments() -> 
                         _same(store, "T", queue_id, offset, count, max_bytes, codes)
 
 
-def test_filtered_units_are_not_read() -> None:
+def test_a_damaged_record_the_filter_leaves_out_does_not_stop_the_pull() -> None:
     fs = FaultyFileSystem()
     store = _open(fs, segment_bytes=64 * 1024)
     for i in range(6):

@@ -132,7 +132,11 @@ class Broker:
         self._background: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         # auto-renew leases: (next renewal at, receipt handle, group, client id, renew until), a min-heap
+        # (an item whose handle is no longer in _renew_owner is skipped); the leases each client holds
+        # (client id -> {handle: group}) and each handle's client, so a client gone is cleared at once
         self._renewals: list[tuple[int, str, str, str, int]] = []
+        self._renew_owner: dict[str, str] = {}
+        self._renewing: dict[str, dict[str, str]] = {}
         self.store_lock: StoreLock | None = None  # held from open to close (Broker.open takes it)
 
     # ---- lifecycle ----------------------------------------------------------------------------
@@ -222,6 +226,7 @@ class Broker:
     async def tick(self, now_ms: int) -> None:
         """One step of every background service (tests call this with a FakeClock)."""
         await self.delays.tick(now_ms)
+        self._clear_departed(now_ms)
         self._renew_leases(now_ms)
         await self.pop.tick(now_ms)
         await self.transactions.tick(now_ms)
@@ -474,6 +479,8 @@ class Broker:
         lost must not get an error. An expired handle is refused, as the Apache proxy refuses it."""
         try:
             self.pop.ack(group, receipt_handle)
+            if self._renew_owner:
+                self._unrenew(receipt_handle)
         except errors.InvalidReceiptHandle:
             if decode_receipt(receipt_handle).deadline_ms <= self.clock.now_ms():
                 raise errors.InvalidReceiptHandle(
@@ -486,9 +493,13 @@ class Broker:
         Apache proxy's ReceiptHandleProcessor does: each is extended by ``invisible_ms_auto_renew``
         ``limits.auto_renew_ahead_ms`` before it ends, for up to ``limits.auto_renew_max_ms`` after the
         receive, under the same receipt handle; an ack or a change of invisible time ends it. A client
-        gone stops the renewals (the leases then end as usual)."""
+        the broker does not know is not renewed (its leases end as leased); a client that goes away
+        has its leases cut to ``limits.auto_renew_clear_ms`` (``_clear_departed``)."""
+        if self.clients.get(client_id) is None:
+            return
         now = self.clock.now_ms()
         until = now + limits.auto_renew_max_ms
+        held = self._renewing.setdefault(client_id, {})
         for view in views:
             handle = view.receipt_handle
             deadline = self.pop.deadline_of(group, handle) if handle else None
@@ -496,29 +507,81 @@ class Broker:
                 heapq.heappush(
                     self._renewals, (deadline - limits.auto_renew_ahead_ms, handle, group, client_id, until)
                 )
+                held[handle] = group
+                self._renew_owner[handle] = client_id
+        if not held:
+            del self._renewing[client_id]
+
+    def _unrenew(self, handle: str) -> None:
+        client_id = self._renew_owner.pop(handle, None)
+        if client_id is not None:
+            held = self._renewing.get(client_id)
+            if held is not None:
+                held.pop(handle, None)
+                if not held:
+                    del self._renewing[client_id]
 
     def _renew_leases(self, now_ms: int) -> None:
         renewals, ahead = self._renewals, limits.auto_renew_ahead_ms
         lease = self.config.invisible_ms_auto_renew
+        owner = self._renew_owner
         while renewals and renewals[0][0] <= now_ms:
             _, handle, group, client_id, until = heapq.heappop(renewals)
-            client = self.clients.get(client_id)
-            if client is None or not self.clients.is_live(client) or now_ms >= until:
-                continue  # the lease ends as leased
+            if owner.get(handle) != client_id:
+                continue  # acked, changed, or its client was gone and the lease cut
+            if now_ms >= until:
+                self._unrenew(handle)  # renewed for 3 h: the lease ends as leased
+                continue
             deadline = self.pop.extend(group, handle, lease, now_ms)
-            if deadline is not None:  # next time at least one ms on (a lease shorter than the margin)
+            if deadline is None:
+                self._unrenew(handle)  # the lease ended otherwise (expired, moved to the DLQ)
+            else:  # next time at least one ms on (a lease shorter than the margin)
                 next_at = max(deadline - ahead, now_ms + 1)
                 heapq.heappush(renewals, (next_at, handle, group, client_id, until))
+
+    def _clear_departed(self, now_ms: int) -> None:
+        """Cut the auto-renewed leases of every client gone to ``limits.auto_renew_clear_ms`` from now,
+        as the Apache proxy's DefaultReceiptHandleManager.clearGroup does when a client unregisters
+        (NotifyClientTermination, heartbeats silent past the expiry) or its channel is found gone: a
+        killed PushConsumer's messages go to another consumer in seconds, not when the lease ends."""
+        if not self._renewing:
+            return
+        grace, cut = limits.client_detached_grace_ms, limits.auto_renew_clear_ms
+        for client_id in list(self._renewing):
+            reason = self.clients.departed(client_id, grace)
+            if reason is None:
+                continue
+            held = self._renewing.pop(client_id)
+            topics: set[str] = set()
+            cut_count = 0
+            for handle, group in held.items():
+                self._renew_owner.pop(handle, None)
+                deadline = self.pop.deadline_of(group, handle)
+                if deadline is not None and deadline > now_ms + cut:
+                    self.pop.extend(group, handle, cut, now_ms)
+                    topics.add(decode_receipt(handle).topic)
+                    cut_count += 1
+            log.info(
+                "client %s is gone (%s): %d of its auto-renewed messages become visible in %d ms",
+                client_id, reason, cut_count, cut,
+            )  # fmt: skip
+            for topic in topics:  # long polls recompute when to wake: the next deadline moved closer
+                self.waiters.wake(topic)
 
     def change_invisible(self, *, group: str, receipt_handle: str, invisible_ms: int) -> str:
         if not 0 <= invisible_ms <= self.config.invisible_ms_max:
             raise errors.InvalidInvisibleTime(
                 f"invisible duration {invisible_ms} ms is out of range 0..{self.config.invisible_ms_max} ms"
             )
-        return self.pop.change_invisible(group, receipt_handle, invisible_ms, self.clock.now_ms())
+        new_handle = self.pop.change_invisible(group, receipt_handle, invisible_ms, self.clock.now_ms())
+        if self._renew_owner:
+            self._unrenew(receipt_handle)  # the client chose a time: renewals stop (as the proxy's)
+        return new_handle
 
     async def forward_to_dlq(self, *, group: str, receipt_handle: str) -> None:
         await self.pop.forward_to_dlq(group, receipt_handle)
+        if self._renew_owner:
+            self._unrenew(receipt_handle)
 
     def query_assignment(self, topic: str, group: str) -> list[MessageQueue]:
         config = self.route(topic)

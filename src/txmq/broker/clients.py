@@ -38,6 +38,7 @@ class ClientInfo:
     channel: ClientChannel | None = None
     last_seen_ms: int = 0
     protocol: str = "grpc"
+    detached_ms: int | None = None  # when its channel closed, until a channel is attached again
 
 
 class ClientRegistry:
@@ -70,6 +71,7 @@ class ClientRegistry:
             info.topics |= topics
         if channel is not None:
             info.channel = channel
+            info.detached_ms = None
         if protocol is not None:
             info.protocol = protocol
         info.last_seen_ms = self._clock.now_ms()
@@ -85,11 +87,26 @@ class ClientRegistry:
         info = self._clients.get(client_id)
         if info is not None and info.channel is channel:
             info.channel = None
+            info.detached_ms = self._clock.now_ms()
 
     def is_live(self, info: ClientInfo) -> bool:
         if info.channel is not None and info.channel.is_open():
             return True
         return self._clock.now_ms() - info.last_seen_ms < self._expiry_ms and info.channel is not None
+
+    def departed(self, client_id: str, grace_ms: int) -> str | None:
+        """Why ``client_id`` counts as gone, or None while it may still come back: unknown (it ended
+        its session, or expired), silent past the expiry (no heartbeat), or its channel closed
+        ``grace_ms`` ago and none attached since (a client rebuilding its stream reattaches at once)."""
+        info = self._clients.get(client_id)
+        if info is None:
+            return "it ended its session or expired"
+        now = self._clock.now_ms()
+        if now - info.last_seen_ms >= self._expiry_ms:
+            return f"no heartbeat for {(now - info.last_seen_ms) // 1000} s"
+        if info.channel is None and info.detached_ms is not None and now - info.detached_ms >= grace_ms:
+            return "its stream closed"
+        return None
 
     def producers_for(self, group_or_topic: str) -> list[ClientInfo]:
         """Live producers with an open channel registered for a producer group or topic, freshest first."""

@@ -142,7 +142,9 @@ class DelayService:
         moved = 0
         cursor = self._level_cursor.get(level, self._store.min_offset(names.SCHEDULE_TOPIC, level))
         while moved < budget:
-            units = self._store.queue_units(names.SCHEDULE_TOPIC, level, cursor, min(_UNITS_PER_READ, budget))
+            units = self._store.checked_units(
+                names.SCHEDULE_TOPIC, level, cursor, min(_UNITS_PER_READ, budget)
+            )
             if not units:
                 break
             for unit in units:
@@ -183,7 +185,7 @@ class DelayService:
             start = self._timer_cursor.get(queue, self._store.min_offset(names.TIMER_TOPIC, queue))
         heap = self._loaded.setdefault(queue, [])
         while True:
-            units = self._store.queue_units(names.TIMER_TOPIC, queue, start, _UNITS_PER_READ)
+            units = self._store.checked_units(names.TIMER_TOPIC, queue, start, _UNITS_PER_READ)
             if not units:
                 break
             for unit in units:

@@ -204,20 +204,21 @@ class PopService:
                 state.scan = read.next_offset
             return taken
         while len(taken) < want:
-            units = self._store.queue_units(topic, queue_id, state.scan, min(_SCAN_UNITS, want * 4))
-            if not units:
+            # the records too, each checked against its unit (a unit damaged on disk is rebuilt from the
+            # log): a tags code filtered on without its record would hide a message whose unit flipped
+            scanned = self._store.read_queue(topic, queue_id, state.scan, min(_SCAN_UNITS, want * 4)).records
+            if not scanned:
                 break
-            for unit in units:
+            for record in scanned:
                 if len(taken) >= want:
                     break
-                state.scan = unit.queue_offset + 1
-                if not tag_filter.matches_hash(unit.tags_code):
-                    self._finish(group, topic, queue_id, state, unit.queue_offset)
+                state.scan = record.queue_offset + 1
+                if not tag_filter.matches_hash(record.tags_code):
+                    self._finish(group, topic, queue_id, state, record.queue_offset)
                     continue
-                record = self._store.read(unit.physical_offset)
                 decoded = props.decode(record.properties)
                 if not tag_filter.matches(decoded.get(props.TAGS)):
-                    self._finish(group, topic, queue_id, state, unit.queue_offset)
+                    self._finish(group, topic, queue_id, state, record.queue_offset)
                     continue
                 attempt = int(decoded.get(props.RECONSUME_TIME, "0") or 0) + 1
                 taken.append(
@@ -254,26 +255,25 @@ class PopService:
                 if view.message_group is not None:
                     busy.add(view.message_group)
         while len(taken) < want and len(state.fifo_pending) < _PENDING_FIFO_MAX:
-            units = self._store.queue_units(topic, queue_id, state.scan, _SCAN_UNITS)
-            if not units:
+            scanned = self._store.read_queue(topic, queue_id, state.scan, _SCAN_UNITS).records  # checked
+            if not scanned:
                 break
-            for unit in units:
+            for record in scanned:
                 if len(taken) >= want or len(state.fifo_pending) >= _PENDING_FIFO_MAX:
                     break
-                state.scan = unit.queue_offset + 1
-                if not tag_filter.matches_hash(unit.tags_code):
-                    self._finish(group, topic, queue_id, state, unit.queue_offset)
+                state.scan = record.queue_offset + 1
+                if not tag_filter.matches_hash(record.tags_code):
+                    self._finish(group, topic, queue_id, state, record.queue_offset)
                     continue
-                record = self._store.read(unit.physical_offset)
                 decoded = props.decode(record.properties)
                 message_group = decoded.get(props.SHARDING_KEY) or None
                 if message_group is not None and message_group in busy:
-                    state.fifo_pending[unit.queue_offset] = message_group
+                    state.fifo_pending[record.queue_offset] = message_group
                     continue
                 if not tag_filter.matches(decoded.get(props.TAGS)):
-                    self._finish(group, topic, queue_id, state, unit.queue_offset)
+                    self._finish(group, topic, queue_id, state, record.queue_offset)
                     continue
-                attempt = state.fifo_attempts.get(unit.queue_offset, 0) + 1
+                attempt = state.fifo_attempts.get(record.queue_offset, 0) + 1
                 taken.append(
                     self._lease(
                         group, topic, state, record, decoded, attempt, invisible_ms, now_ms, message_group
@@ -294,10 +294,10 @@ class PopService:
         invisible_ms: int,
         now_ms: int,
     ) -> MessageView | None:
-        units = self._store.queue_units(topic, queue_id, offset, 1)
-        if not units:
+        records = self._store.read_queue(topic, queue_id, offset, 1).records  # checked against its unit
+        if not records:
             return None
-        record = self._store.read(units[0].physical_offset)
+        record = records[0]
         decoded = props.decode(record.properties)
         if not tag_filter.matches(decoded.get(props.TAGS)):
             self._finish(group, topic, queue_id, state, offset)

@@ -60,6 +60,11 @@ invisible_ms_auto_renew_default: Final = 60_000
 # while its client is live (ProxyConfig renewAheadTimeMillis 10 s, renewMaxTimeMillis 3 h)
 auto_renew_ahead_ms: Final = 10_000
 auto_renew_max_ms: Final = 3 * 3_600_000
+# a client gone (NotifyClientTermination, heartbeats silent past the client expiry, or its Telemetry
+# stream closed and not reopened within the grace) has its auto-renewed leases cut to end this soon
+# (ProxyConfig invisibleTimeMillisWhenClear 1 s): another consumer gets them in seconds, not a lease later
+auto_renew_clear_ms: Final = 1_000
+client_detached_grace_ms: Final = 2_000
 # a v2 ReceiveMessage is served at most this many messages by default (the proxy's
 # MAX_MSG_NUMS_FOR_POP_REQUEST: a larger batch size is lowered to it); BrokerConfig.grpc_receive_batch_max
 # may raise it up to receive_batch_max

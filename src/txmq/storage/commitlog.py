@@ -614,6 +614,22 @@ class CommitLog:
                     self._check_unit(fields, offset, size, tags_code, queue_offset, topic, queue_id)
                     sink.take_fields(fields)
 
+    def units_named(
+        self, locations: Sequence[tuple[int, int, int, int]], limit: int, topic: bytes, queue_id: int
+    ) -> bool:
+        """Whether each ascending ``(offset, size, tags code, queue offset)`` location (a unit of
+        ``topic``'s queue ``queue_id``) names its record (:func:`codec.names_unit`: the header only, no
+        CRC), one pread per run of nearby records. False at the first that does not, or that the log
+        cannot serve (outside it, beyond ``limit``)."""
+        for data, first, run in self._runs(locations, limit):
+            if data is None:
+                return False
+            for offset, size, tags_code, queue_offset in run:
+                pos = offset - first
+                if not codec.names_unit(data, pos, offset, size, queue_id, queue_offset, tags_code, topic):
+                    return False
+        return True
+
     @staticmethod
     def _check_unit(
         fields: codec.RawRecord, offset: int, size: int, tags_code: int, queue_offset: int, topic: bytes,

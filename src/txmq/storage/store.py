@@ -428,8 +428,10 @@ class MessageStore:
         """:meth:`read_queue` with the records as raw fields (``codec.RawRecord``), for the pull path.
 
         Same units, same byte budget, same next offset. With ``tags_codes``, units whose tags code is
-        not in it are passed over without reading their records (hash collisions still come back:
-        the caller checks the tag itself)."""
+        not in it are left out without reading their records whole (hash collisions still come back:
+        the caller checks the tag itself), but each is held to its record's header
+        (``CommitLog.units_named``), so a unit whose tags code was damaged on disk is rebuilt instead of
+        hiding its message from the filter."""
         return self._read_queue_raw(topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, True)
 
     def read_queue_into(self, topic: str, queue_id: int, queue_offset: int, max_count: int, max_bytes: int,
@@ -449,6 +451,7 @@ class MessageStore:
             return RawQueueRead(*miss)
         low, high = queue.min_offset, queue.max_offset
         locations: list[tuple[int, int, int, int]] = []
+        left_out: list[tuple[int, int, int, int]] = []  # units the filter leaves out (checked once)
         total = counted = 0
         for physical_offset, size, tags_code in queue.raw_units(
             queue_offset, min(max_count, limits.pull_batch_max)
@@ -457,8 +460,21 @@ class MessageStore:
                 break
             if tags_codes is None or tags_code in tags_codes:
                 locations.append((physical_offset, size, tags_code, queue_offset + counted))
+            elif repair:
+                left_out.append((physical_offset, size, tags_code, queue_offset + counted))
             counted += 1
             total += size
+        if (
+            left_out
+            and not self._log.units_named(left_out, self._visible_limit(), _topic_bytes(topic), queue_id)
+            and self._repair_units(topic, queue_id, queue, queue_offset, counted)
+        ):  # a damaged unit was rebuilt from the log: read again (else: the log's own damage in a
+            # record the filter leaves out, passed over as before)
+            if sink is not None:
+                sink.clear()
+            return self._read_queue_raw(
+                topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, False, sink
+            )
         records = self._read_units(topic, queue_id, queue, queue_offset, counted, locations, repair, sink)
         if records is None:  # a damaged unit was rebuilt from the log: read again
             if sink is not None:
@@ -590,6 +606,29 @@ class MessageStore:
         _check_queue_args(queue_id, queue_offset, max_count)
         queue = self._queues.get(topic, queue_id)
         return [] if queue is None else queue.units(queue_offset, min(max_count, limits.pull_batch_max))
+
+    def checked_units(self, topic: str, queue_id: int, queue_offset: int, max_count: int) -> list[QueueUnit]:
+        """:meth:`queue_units`, each unit checked against the header of the record it names
+        (``CommitLog.units_named``: log offset, size, tags code, topic, queue id, queue offset), for
+        scans that act on a unit's fields before or without reading its record (the transaction cursor,
+        delay levels and timer buckets: the tags code is a time there). A unit damaged on disk is
+        rebuilt from the log (logged once) and the units read again. The log's own damage (no unit to
+        rebuild) leaves the units as they are: the scan's read of that record meets it as before."""
+        _check_queue_args(queue_id, queue_offset, max_count)
+        name = _topic_bytes(topic)
+        for repair in (True, False):
+            queue = self._queues.get(topic, queue_id)
+            if queue is None:
+                return []
+            units = queue.raw_units(queue_offset, min(max_count, limits.pull_batch_max))
+            at = queue_offset
+            locations = [(p, size, tags, at + i) for i, (p, size, tags) in enumerate(units)]
+            if self._log.units_named(locations, self._visible_limit(), name, queue_id):
+                break
+            if not (repair and self._repair_units(topic, queue_id, queue, at, len(locations))):
+                break
+            # rebuilt from the log: read the units again
+        return [QueueUnit(q, p, size, tags) for p, size, tags, q in locations]
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         queue = self._queues.get(topic, queue_id)

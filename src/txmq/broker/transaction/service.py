@@ -527,7 +527,7 @@ class TransactionService:
         # reading a full chunk to learn that cost a round ~100x more with many halves pending.
         chunk = 1
         while True:
-            units = self._store.queue_units(names.HALF_TOPIC, 0, self._cursor, chunk)
+            units = self._store.checked_units(names.HALF_TOPIC, 0, self._cursor, chunk)
             for unit in units:
                 if unit.tags_code + timeout > now_ms:
                     return
@@ -662,7 +662,7 @@ class TransactionService:
         """Pending and discarded half messages, oldest first, with age and delivered checks."""
         now = self._clock.now_ms()
         rows = [self._row(offset, w.record, now) for offset, w in sorted(self._watched.items())]
-        units = self._store.queue_units(names.HALF_TOPIC, 0, self._cursor, max(0, limit - len(rows)))
+        units = self._store.checked_units(names.HALF_TOPIC, 0, self._cursor, max(0, limit - len(rows)))
         for unit in units:
             record = self._early.get(unit.physical_offset, TxnRecord(stored_ms=unit.tags_code))
             if not record.state.is_terminal:
@@ -763,7 +763,7 @@ class TransactionService:
             self._early_starts.append((applied, int(offset)))
         # halves before this log offset were examined by the cursor: an op about one not watched is
         # about a resolved half, and rebuilds nothing (it would make an early record never taken)
-        after_cursor = self._store.queue_units(names.HALF_TOPIC, 0, self._cursor, 1)
+        after_cursor = self._store.checked_units(names.HALF_TOPIC, 0, self._cursor, 1)
         cursor_at = after_cursor[0].physical_offset if after_cursor else None
         low = min(int(saved.get("early_from", applied)), applied)
         low = max(low, self._store.min_offset(names.OP_HALF_TOPIC, 0))
