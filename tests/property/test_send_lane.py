@@ -213,7 +213,7 @@ def test_grpc_lane_stores_what_the_general_path_stores(
 ) -> None:
     general, lane = brokers
     wires = [data.draw(grpc_messages(topic)) for _ in range(count)]
-    ctx = SendContext(born_host="10.0.0.2:4242", client_id="c1")
+    ctx = SendContext(born_host="10.0.0.2:4242")
     try:
         lean = grpc_convert.to_lean(wires)
     except errors.TxmqError as exc:  # a body that does not decompress: the general way fails alike

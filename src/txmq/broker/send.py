@@ -58,7 +58,6 @@ class SendContext:
     producer_group: str | None = None
     born_host: str = ""
     queue_id: int | None = None
-    client_id: str | None = None
 
 
 _LANE_TOPICS_MAX = 100_000

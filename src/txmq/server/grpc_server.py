@@ -21,7 +21,7 @@ from txmq.broker.receipt import decode_receipt
 from txmq.broker.send import SendContext
 from txmq.broker.topics import TopicConfig
 from txmq.common import errors, limits, names
-from txmq.common.message import LeanMessage, Message, MessageView
+from txmq.common.message import Message, MessageView
 from txmq.common.ports import is_wildcard_host
 from txmq.protocol.grpc import checks, convert, pb, routes, wire
 from txmq.protocol.grpc.status import status_of
@@ -190,20 +190,40 @@ class MessagingServicer:
         return S.QueryAssignmentResponse(status=convert.OK_STATUS, assignments=found)
 
     # ---- producing ---------------------------------------------------------------------------
-    @_unary(S.SendMessageResponse)
     async def SendMessage(self, request: Any, context: Any) -> Any:
-        """``request``: its bytes (grpc_decode.RAW_REQUEST) or a parsed SendMessageRequest."""
+        """``request``: its bytes (grpc_decode.RAW_REQUEST) or a parsed SendMessageRequest.
+
+        The common request (``wire.send_lane``) is served here in one coroutine: no wrapper, no
+        nested coroutines, no look at the call's metadata (a send needs no client id). Every failure
+        becomes a v2 status, as :func:`_unary` words it."""
+        try:
+            decoded = wire.send_lane(request) if request.__class__ is bytes else None
+            if decoded is None:
+                return await self._send_general(request, context)
+            topic, lean, born_host = decoded
+            ctx = SendContext(born_host=born_host or _peer_host(context))
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
+            return S.SendMessageResponse(status=status_of(exc))
+        try:
+            lean = checks.check_lean(lean)
+            if len(lean) > 1:  # answered from the batch's columns: no SendResult per message
+                sent = await self.broker.send_lean_batch(topic, lean, ctx)
+                return wire.lane_reply(sent.message_ids, sent.queue_offsets)
+            return wire.send_reply(await self.broker.send_lean(topic, lean, ctx))
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
+            return _send_failed(exc, [m.message_id or "" for m in lean])
+
+    @_unary(S.SendMessageResponse)
+    async def _send_general(self, request: Any, context: Any) -> Any:
+        """Anything ``wire.send_lane`` declines: protobuf's parse (or BAD_REQUEST), then the send
+        lane when every message suits it, else the general path."""
         if request.__class__ is bytes:
-            decoded = wire.send_lane(request)  # the common request, without protobuf objects
-            if decoded is not None:
-                return await self._send_lane(*decoded, context)
-            request = parse_send(request)  # anything else: as before (or BAD_REQUEST)
+            request = parse_send(request)  # as before (or BAD_REQUEST)
             if isinstance(request, Malformed):
                 raise errors.InvalidArgument(request.reason)
         if not request.messages:
             raise errors.InvalidArgument("a send request must carry at least one message")
-        born_host = request.messages[0].system_properties.born_host or _peer_host(context)
-        ctx = SendContext(born_host=born_host, client_id=client_id_of(context, required=False) or None)
+        ctx = SendContext(born_host=request.messages[0].system_properties.born_host or _peer_host(context))
         messages: list[Message] = []
         try:
             for m in request.messages:
@@ -216,7 +236,11 @@ class MessagingServicer:
                     sysp.keys.extend(split)
             lane = convert.to_lean(request.messages)
             if lane is not None:
-                return await self._send_lean(lane[0], lane[1], ctx)
+                topic, lean = lane
+                if len(lean) > 1:
+                    sent = await self.broker.send_lean_batch(topic, lean, ctx)
+                    return wire.lane_reply(sent.message_ids, sent.queue_offsets)
+                return wire.send_reply(await self.broker.send_lean(topic, lean, ctx))
             messages = [convert.to_message(m) for m in request.messages]
             results = await self.broker.send(messages, ctx)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
@@ -224,22 +248,6 @@ class MessagingServicer:
         # the serialized reply, written directly (wire.py): a SendResultEntry per message filled
         # through protobuf costs ~4x more; grpc_decode's serializer passes bytes through
         return wire.send_reply(results)
-
-    async def _send_lane(self, topic: str, lean: list[LeanMessage], born_host: str, context: Any) -> Any:
-        ctx = SendContext(
-            born_host=born_host or _peer_host(context),
-            client_id=client_id_of(context, required=False) or None,
-        )
-        try:
-            return await self._send_lean(topic, checks.check_lean(lean), ctx)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
-            return _send_failed(exc, [m.message_id or "" for m in lean])
-
-    async def _send_lean(self, topic: str, lean: list[LeanMessage], ctx: SendContext) -> bytes:
-        if len(lean) > 1:  # answered from the batch's columns: no SendResult per message
-            sent = await self.broker.send_lean_batch(topic, lean, ctx)
-            return wire.lane_reply(sent.message_ids, sent.queue_offsets)
-        return wire.send_reply(await self.broker.send_lean(topic, lean, ctx))
 
     @_unary(S.EndTransactionResponse)
     async def EndTransaction(self, request: Any, context: Any) -> Any:
