@@ -572,6 +572,19 @@ class MessageStore:
         queue = self._queues.get(topic, queue_id)
         return [] if queue is None else queue.units(queue_offset, min(max_count, limits.pull_batch_max))
 
+    def queue_raw_units(
+        self, topic: str, queue_id: int, queue_offset: int, max_count: int
+    ) -> tuple[int, list[tuple[int, int, int]]]:
+        """:meth:`queue_units` without a ``QueueUnit`` object per unit: the queue offset of the first
+        unit (``queue_offset``, or the queue's minimum if that is past it) and ``(physical_offset, size,
+        tags_code)`` of each, for scans that look at many units and keep few (the transaction cursor)."""
+        _check_queue_args(queue_id, queue_offset, max_count)
+        queue = self._queues.get(topic, queue_id)
+        if queue is None:
+            return queue_offset, []
+        first = max(queue_offset, queue.min_offset)
+        return first, queue.raw_units(first, min(max_count, limits.pull_batch_max))
+
     def min_offset(self, topic: str, queue_id: int) -> int:
         queue = self._queues.get(topic, queue_id)
         return 0 if queue is None else queue.min_offset
