@@ -1,6 +1,6 @@
 """Eight transactional producer processes against a running broker (txgap.md's callgrind load).
 
-    python benchmarks/results/txgap_load.py NAMESRV_HOST:PORT SECONDS    (topic ``bench`` must exist)
+python benchmarks/results/txgap_load.py NAMESRV_HOST:PORT SECONDS    (topic ``bench`` must exist)
 """
 
 from __future__ import annotations
