@@ -113,3 +113,39 @@ def test_retention_agrees() -> None:
     for offset in range(15):
         _same(store, "T", 0, offset, 20)
     assert bytes(store.read_queue_raw("T", 0, low, 20).records[-1][13]) == b"new"
+
+
+def _units_agree(store: MessageStore, topic: str, offset: int, count: int) -> None:
+    units = store.queue_units(topic, 0, offset, count)
+    first, raw = store.queue_raw_units(topic, 0, offset, count)
+    assert raw == [(u.physical_offset, u.size, u.tags_code) for u in units]
+    if units:
+        assert first == units[0].queue_offset
+    # the scans' checked reads: the same units, each naming its record (nothing to rebuild)
+    assert store.units_hold(topic, 0, first, raw)
+    assert store.checked_units(topic, 0, offset, count) == units
+
+
+def test_queue_raw_units_agree_with_queue_units_across_files_and_retention() -> None:
+    """The transaction cursor's and the delay scans' reads: the same units as ``queue_units`` (4 units
+    a queue file here, so reads cross files), and the queue offset of the first even when retention
+    moved the queue's start past the offset asked for."""
+    clock = FakeClock(1_000_000)
+    store = _open(FaultyFileSystem(), clock)
+    assert store.queue_raw_units("T", 0, 3, 10) == (3, [])  # no such queue
+    for i in range(12):
+        _put(store, "T", b"%03d" % i + b"x" * 1000, tags_code=i)
+    store.flush()
+    for offset in range(14):
+        for count in (1, 3, 5, 512):
+            _units_agree(store, "T", offset, count)
+    clock.advance(60_000)
+    _put(store, "T", b"new", tags_code=99)
+    store.flush()
+    assert store.delete_expired(clock.now_ms()) > 0
+    low = store.min_offset("T", 0)
+    assert low > 0
+    first, raw = store.queue_raw_units("T", 0, 0, 512)
+    assert first == low and raw[-1][2] == 99
+    for offset in range(15):
+        _units_agree(store, "T", offset, 20)

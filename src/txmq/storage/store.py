@@ -607,28 +607,43 @@ class MessageStore:
         queue = self._queues.get(topic, queue_id)
         return [] if queue is None else queue.units(queue_offset, min(max_count, limits.pull_batch_max))
 
-    def checked_units(self, topic: str, queue_id: int, queue_offset: int, max_count: int) -> list[QueueUnit]:
-        """:meth:`queue_units`, each unit checked against the header of the record it names
-        (``CommitLog.units_named``: log offset, size, tags code, topic, queue id, queue offset), for
-        scans that act on a unit's fields before or without reading its record (the transaction cursor,
-        delay levels and timer buckets: the tags code is a time there). A unit damaged on disk is
-        rebuilt from the log (logged once) and the units read again. The log's own damage (no unit to
-        rebuild) leaves the units as they are: the scan's read of that record meets it as before."""
+    def queue_raw_units(
+        self, topic: str, queue_id: int, queue_offset: int, max_count: int
+    ) -> tuple[int, list[tuple[int, int, int]]]:
+        """:meth:`queue_units` without a ``QueueUnit`` object per unit: the queue offset of the first
+        unit (``queue_offset``, or the queue's minimum if that is past it) and ``(physical_offset, size,
+        tags_code)`` of each, for scans that look at many units and keep few (the transaction cursor).
+        Unchecked: hold the units a scan acts on to their records with :meth:`units_hold`."""
         _check_queue_args(queue_id, queue_offset, max_count)
-        name = _topic_bytes(topic)
-        for repair in (True, False):
-            queue = self._queues.get(topic, queue_id)
-            if queue is None:
-                return []
-            units = queue.raw_units(queue_offset, min(max_count, limits.pull_batch_max))
-            at = queue_offset
-            locations = [(p, size, tags, at + i) for i, (p, size, tags) in enumerate(units)]
-            if self._log.units_named(locations, self._visible_limit(), name, queue_id):
-                break
-            if not (repair and self._repair_units(topic, queue_id, queue, at, len(locations))):
-                break
-            # rebuilt from the log: read the units again
-        return [QueueUnit(q, p, size, tags) for p, size, tags, q in locations]
+        queue = self._queues.get(topic, queue_id)
+        if queue is None:
+            return queue_offset, []
+        first = max(queue_offset, queue.min_offset)
+        return first, queue.raw_units(first, min(max_count, limits.pull_batch_max))
+
+    def units_hold(
+        self, topic: str, queue_id: int, first: int, units: Sequence[tuple[int, int, int]]
+    ) -> bool:
+        """Whether ``units`` (of :meth:`queue_raw_units`, the first at queue offset ``first``) name their
+        records (``CommitLog.units_named``: log offset, size, tags code, topic, queue id, queue offset:
+        the header only). False when one did not and the damaged units were rebuilt from the log (logged
+        once): read them again. True also when the log itself is damaged there (nothing to rebuild): the
+        scan's read of that record meets the damage as before."""
+        locations = [(p, size, tags, first + i) for i, (p, size, tags) in enumerate(units)]
+        if self._log.units_named(locations, self._visible_limit(), _topic_bytes(topic), queue_id):
+            return True
+        queue = self._queues.get(topic, queue_id)
+        return queue is None or not self._repair_units(topic, queue_id, queue, first, len(locations))
+
+    def checked_units(self, topic: str, queue_id: int, queue_offset: int, max_count: int) -> list[QueueUnit]:
+        """:meth:`queue_units`, each unit held to the header of the record it names (:meth:`units_hold`),
+        for scans that act on a unit's fields before or without reading its record (delay levels and
+        timer buckets: the tags code is a time there). A unit damaged on disk is rebuilt from the log
+        and the units read again."""
+        first, units = self.queue_raw_units(topic, queue_id, queue_offset, max_count)
+        if units and not self.units_hold(topic, queue_id, first, units):
+            first, units = self.queue_raw_units(topic, queue_id, queue_offset, max_count)
+        return [QueueUnit(first + i, p, size, tags) for i, (p, size, tags) in enumerate(units)]
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         queue = self._queues.get(topic, queue_id)
