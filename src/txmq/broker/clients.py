@@ -89,11 +89,6 @@ class ClientRegistry:
             info.channel = None
             info.detached_ms = self._clock.now_ms()
 
-    def is_live(self, info: ClientInfo) -> bool:
-        if info.channel is not None and info.channel.is_open():
-            return True
-        return self._clock.now_ms() - info.last_seen_ms < self._expiry_ms and info.channel is not None
-
     def departed(self, client_id: str, grace_ms: int) -> str | None:
         """Why ``client_id`` counts as gone, or None while it may still come back: unknown (it ended
         its session, or expired), silent past the expiry (no heartbeat), or its channel closed
