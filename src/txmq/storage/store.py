@@ -464,18 +464,18 @@ class MessageStore:
                 left_out.append((physical_offset, size, tags_code, queue_offset + counted))
             counted += 1
             total += size
-        if (
-            left_out
+        # a unit the filter leaves out is held to its record's header; one that does not name it is
+        # rebuilt (else: the log's own damage in a record the filter leaves out, passed over as before)
+        rebuilt: bool = (
+            bool(left_out)
             and not self._log.units_named(left_out, self._visible_limit(), _topic_bytes(topic), queue_id)
             and self._repair_units(topic, queue_id, queue, queue_offset, counted)
-        ):  # a damaged unit was rebuilt from the log: read again (else: the log's own damage in a
-            # record the filter leaves out, passed over as before)
-            if sink is not None:
-                sink.clear()
-            return self._read_queue_raw(
-                topic, queue_id, queue_offset, max_count, max_bytes, tags_codes, False, sink
-            )
-        records = self._read_units(topic, queue_id, queue, queue_offset, counted, locations, repair, sink)
+        )
+        records = (
+            None
+            if rebuilt
+            else self._read_units(topic, queue_id, queue, queue_offset, counted, locations, repair, sink)
+        )
         if records is None:  # a damaged unit was rebuilt from the log: read again
             if sink is not None:
                 sink.clear()
