@@ -239,6 +239,7 @@ class Broker:
             await self._background
             self._background = None
         self.offsets.flush()
+        self._clear_all_renewed(self.clock.now_ms())
         try:
             self.meta.save_json(POP_LEASES_FILE, self.pop.snapshot())
         except errors.StorageError:  # best effort: without it the next start redelivers, as after a crash
@@ -567,27 +568,39 @@ class Broker:
         killed PushConsumer's messages go to another consumer in seconds, not when the lease ends."""
         if not self._renewing:
             return
-        grace, cut = limits.client_detached_grace_ms, limits.auto_renew_clear_ms
+        grace = limits.client_detached_grace_ms
         for client_id in list(self._renewing):
             reason = self.clients.departed(client_id, grace)
-            if reason is None:
-                continue
-            held = self._renewing.pop(client_id)
-            topics: set[str] = set()
-            cut_count = 0
-            for handle, group in held.items():
-                self._renew_owner.pop(handle, None)
-                deadline = self.pop.deadline_of(group, handle)
-                if deadline is not None and deadline > now_ms + cut:
-                    self.pop.extend(group, handle, cut, now_ms)
-                    topics.add(decode_receipt(handle).topic)
-                    cut_count += 1
-            log.info(
-                "client %s is gone (%s): %d of its auto-renewed messages become visible in %d ms",
-                client_id, reason, cut_count, cut,
-            )  # fmt: skip
-            for topic in topics:  # long polls recompute when to wake: the next deadline moved closer
-                self.waiters.wake(topic)
+            if reason is not None:
+                self._cut_renewed(client_id, reason, now_ms)
+
+    def _clear_all_renewed(self, now_ms: int) -> None:
+        """On a clean stop, cut every auto-renewed lease to ``limits.auto_renew_clear_ms`` before the
+        leases are saved, as the Apache proxy's shutdown does (clearAllHandle): renewals live in memory,
+        so after the restart nobody would renew a lease of up to an hour, and a consumer that did not
+        come back would hold its message that long. A consumer still working on one gets it again
+        (at least once), as behind a restarted proxy."""
+        for client_id in list(self._renewing):
+            self._cut_renewed(client_id, "the broker stops", now_ms)
+
+    def _cut_renewed(self, client_id: str, reason: str, now_ms: int) -> None:
+        cut = limits.auto_renew_clear_ms
+        held = self._renewing.pop(client_id)
+        topics: set[str] = set()
+        cut_count = 0
+        for handle, group in held.items():
+            self._renew_owner.pop(handle, None)
+            deadline = self.pop.deadline_of(group, handle)
+            if deadline is not None and deadline > now_ms + cut:
+                self.pop.extend(group, handle, cut, now_ms)
+                topics.add(decode_receipt(handle).topic)
+                cut_count += 1
+        log.info(
+            "auto-renew of client %s ends (%s): %d of its messages become visible in %d ms",
+            client_id, reason, cut_count, cut,
+        )  # fmt: skip
+        for topic in topics:  # long polls recompute when to wake: the next deadline moved closer
+            self.waiters.wake(topic)
 
     def change_invisible(self, *, group: str, receipt_handle: str, invisible_ms: int) -> str:
         if not 0 <= invisible_ms <= self.config.invisible_ms_max:
