@@ -679,29 +679,6 @@ class Broker:
 
         return await self._pull_loop(once, topic, queue_id, offset, batch_size, expression, long_poll_ms)
 
-    async def pull_raw(
-        self,
-        *,
-        group: str | None,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        batch_size: int,
-        expression: str | None = None,
-        long_poll_ms: int = 0,
-        max_bytes: int = limits.pull_bytes_max,
-    ) -> RawPullResult:
-        """:meth:`pull` with the messages as raw record fields (``storage.codec.RawRecord``): the same
-        queue positions, filter, statuses, offsets and long polling, without building a
-        ``MessageView`` per message (the remoting pull encodes the wire records from the raw fields).
-        A tag filter passes over units by their tags code before reading the log."""
-
-        def once(offset: int, tag_filter: TagFilter) -> tuple[RawPullResult, bool]:
-            result = self._pull_once_raw(topic, queue_id, offset, batch_size, tag_filter, max_bytes)
-            return result, bool(result.records)
-
-        return await self._pull_loop(once, topic, queue_id, offset, batch_size, expression, long_poll_ms)
-
     async def pull_into(
         self,
         sink: RecordSink,
@@ -715,11 +692,13 @@ class Broker:
         long_poll_ms: int = 0,
         max_bytes: int = limits.pull_bytes_max,
     ) -> RawPullResult:
-        """:meth:`pull_raw` with the messages handed to ``sink`` (``storage.codec.RecordSink``) instead
-        of returned: the same queue positions, filter, statuses, offsets and long polling; the result's
-        ``records`` is empty and ``sink.count`` says how many messages the pull found. Without a tag
-        filter the log's records go straight to the sink (``MessageStore.read_queue_into``: no
-        RawRecord tuples); with one, the records :meth:`pull_raw` keeps go to ``sink.take_fields``."""
+        """:meth:`pull` with the messages handed to ``sink`` (``storage.codec.RecordSink``) as raw
+        record fields instead of returned: the same queue positions, filter, statuses, offsets and long
+        polling; the result's ``records`` is empty and ``sink.count`` says how many messages the pull
+        found. Without a tag filter the log's records go straight to the sink
+        (``MessageStore.read_queue_into``: no RawRecord tuples); with one, the raw records the filter
+        keeps (``_pull_once_raw``: units passed over by their tags code before the log is read) go to
+        ``sink.take_fields``."""
 
         def once(offset: int, tag_filter: TagFilter) -> tuple[RawPullResult, bool]:
             if tag_filter.match_all:
