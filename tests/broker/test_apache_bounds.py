@@ -116,7 +116,7 @@ async def test_an_auto_renew_lease_is_renewed_while_its_client_lives(
     message again. Renewed under the same handle: the client's ack still works."""
     broker.clients.touch("c1", kind=ClientKind.SIMPLE_CONSUMER, groups={"g"}, channel=RecordingChannel())
     handle = await _renewed_receive(broker, clock, "c1")
-    await _tick_for(broker, clock, 10 * 60_000, heartbeat="c1")  # ten minutes: ten leases of 60 s
+    await _tick_for(broker, clock, 10 * 60_000, heartbeat="c1")  # ten minutes: renewed 1 m, 3 m, 5 m, 10 m
     assert await receive(broker, "g", "t") == []
     broker.ack(group="g", receipt_handle=handle)
     await _tick_for(broker, clock, 120_000)
