@@ -3,7 +3,8 @@
 An in-process broker holds 4096 messages of SIZE bytes (keys and a born host, as producers send them)
 in one queue; ROUNDS times, the queue is read in pulls of BATCH and each pull's wire body built:
 
-- ``staged``: ``Broker.pull_raw``, ``convert.pulled``, ``encode_pulled`` (the path before the fused one);
+- ``staged``: ``pull_raw``, ``pulled``, ``encode_pulled`` (the path before the fused one, kept in
+  ``tests/pull_oracle.py``);
 - ``fused``: ``Broker.pull_into`` with the remoting ``PullSink`` and its ``body()`` (what the remoting
   PULL_MESSAGE handler runs).
 
@@ -21,12 +22,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.pull_oracle
+
+from tests.pull_oracle import encode_pulled, pull_raw, pulled
+
 from txmq.broker.broker import Broker
 from txmq.broker.config import BrokerConfig
 from txmq.broker.send import SendContext
 from txmq.common.clock import FakeClock
 from txmq.common.message import Message
-from txmq.protocol.remoting.message_codec import encode_pulled
 from txmq.server.remoting import convert
 from txmq.storage.api import FlushMode
 
@@ -55,8 +59,8 @@ async def run(mode: str, rounds: int, size: int, batch: int) -> None:
                         result = await broker.pull_into(sink, **kw)  # type: ignore[arg-type]
                         total += len(sink.body())
                     else:
-                        result = await broker.pull_raw(**kw)  # type: ignore[arg-type]
-                        total += len(encode_pulled("T", convert.pulled(result.records, "T", lambda _: b"")))
+                        result = await pull_raw(broker, **kw)  # type: ignore[arg-type]
+                        total += len(encode_pulled("T", pulled(result.records, "T", lambda _: b"")))
                     offset = result.next_offset
             print(mode, rounds, total)
         finally:

@@ -3,10 +3,12 @@
 An in-process broker (async flush, a temp dir) holds ``--messages`` messages of ``--size`` bytes in one
 queue; each round pulls them all in pulls of ``--batch`` and times, with ``time.process_time``:
 
-- ``read``: ``Broker.pull_raw`` (consume queue units, one pread per run, ``codec.split_checked`` per
+- ``read``: ``pull_raw`` (``tests/pull_oracle.py``, the staged path before the fused one; consume
+  queue units, one pread per run, ``codec.split_checked`` per
   record: header unpack, CRC32C check, raw field tuple);
-- ``pulled``: ``convert.pulled`` (the wire hosts from the names cache, one tuple per record);
-- ``encode``: ``message_codec.encode_pulled`` (one struct pack and one body CRC-32 per record, one join);
+- ``pulled``: ``pulled`` (``tests/pull_oracle.py``; wire hosts from the names cache, a tuple per record);
+- ``encode``: ``encode_pulled`` (``tests/pull_oracle.py``; a struct pack and a body CRC-32 per record,
+  one join);
 - ``fused``: what the remoting handler runs instead of the three: ``Broker.pull_into`` with the remoting
   ``PullSink`` and its ``body()`` (each record checked and packed straight from the pread buffer).
 
@@ -30,14 +32,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "src"))
 
 from tests.broker.conftest import make_config
+from tests.pull_oracle import encode_pulled, pull_raw, pulled
 
 from txmq.broker.broker import Broker
 from txmq.broker.send import SendContext
 from txmq.common.clock import FakeClock
 from txmq.common.crc import IMPLEMENTATION
 from txmq.common.message import Message
-from txmq.protocol.remoting.message_codec import encode_pulled
-from txmq.server.remoting.convert import PullSink, pulled
+from txmq.server.remoting.convert import PullSink
 from txmq.storage.api import FlushMode
 
 
@@ -58,7 +60,8 @@ async def run(messages: int, size: int, batch: int, rounds: int) -> None:
                 n = offset = 0
                 while offset < messages:
                     t0 = time.process_time()
-                    result = await broker.pull_raw(
+                    result = await pull_raw(
+                        broker,
                         group="g", topic="T", queue_id=0, offset=offset, batch_size=batch, expression=None,
                         long_poll_ms=0, max_bytes=8 << 20,
                     )  # fmt: skip

@@ -116,7 +116,7 @@ async def test_an_auto_renew_lease_is_renewed_while_its_client_lives(
     message again. Renewed under the same handle: the client's ack still works."""
     broker.clients.touch("c1", kind=ClientKind.SIMPLE_CONSUMER, groups={"g"}, channel=RecordingChannel())
     handle = await _renewed_receive(broker, clock, "c1")
-    await _tick_for(broker, clock, 10 * 60_000, heartbeat="c1")  # ten minutes: ten leases of 60 s
+    await _tick_for(broker, clock, 10 * 60_000, heartbeat="c1")  # ten minutes: renewed 1 m, 3 m, 5 m, 10 m
     assert await receive(broker, "g", "t") == []
     broker.ack(group="g", receipt_handle=handle)
     await _tick_for(broker, clock, 120_000)
@@ -133,7 +133,9 @@ async def test_an_auto_renew_lease_ends_when_its_client_is_gone_or_after_3_hours
     await send(broker, "t", b"endless")
     (view,) = [v for v in await receive(broker, "g", "t", invisible_ms=60_000) if v.body == b"endless"]
     broker.renew_for("g", "c1", [view])
-    await _tick_for(broker, clock, limits.auto_renew_max_ms - 60_000, step_ms=10_000, heartbeat="c1")
+    # renewed 1 m, 3 m, 5 m, 10 m, 30 m, then 1 h at a time; the renewal due at 13710 s, past 3 h, is a
+    # nack with the group's retry delay for attempt 1 (1 s): test_auto_renew_end has the details
+    await _tick_for(broker, clock, 13_700_000, step_ms=10_000, heartbeat="c1")
     assert b"endless" not in [v.body for v in await receive(broker, "g", "t")]
-    await _tick_for(broker, clock, 180_000, step_ms=10_000, heartbeat="c1")
+    await _tick_for(broker, clock, 20_000, step_ms=10_000, heartbeat="c1")
     assert b"endless" in [v.body for v in await receive(broker, "g", "t")]

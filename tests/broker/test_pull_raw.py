@@ -1,8 +1,8 @@
-"""``Broker.pull_raw`` (what the remoting pull serves) against ``Broker.pull``: the same statuses and
-offsets for every position, filter and budget, and wire bodies byte for byte identical to the general
-encoding, including retried messages (RECONSUME_TIME) that take the general path; and
-``Broker.pull_into`` (the fused path PULL_MESSAGE now serves, records straight into ``PullSink``)
-against both."""
+"""``pull_raw`` (the staged remoting pull, kept as an oracle in ``tests/pull_oracle.py``) against
+``Broker.pull``: the same statuses and offsets for every position, filter and budget, and wire bodies
+byte for byte identical to the general encoding, including retried messages (RECONSUME_TIME) that
+take the general path; and ``Broker.pull_into`` (the fused path PULL_MESSAGE serves, records straight
+into ``PullSink``) against both."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from txmq.broker.records import to_view
 from txmq.broker.send import SendContext
 from txmq.common import names
 from txmq.common.message import Message
-from txmq.protocol.remoting.message_codec import encode_message, encode_pulled
-from txmq.server.remoting.convert import PullSink, pulled, to_wire
+from txmq.protocol.remoting.message_codec import encode_message
+from txmq.server.remoting.convert import PullSink, to_wire
+
+from ..pull_oracle import encode_pulled, pull_raw, pulled
 
 CTX = SendContext(producer_group="pg", born_host="10.0.0.7:4321")
 
@@ -51,7 +53,7 @@ async def test_pull_raw_agrees_with_pull(broker: Broker) -> None:
                             "batch_size": batch, "expression": expression, "max_bytes": max_bytes,
                         }  # fmt: skip
                         general = await broker.pull(**kw)  # type: ignore[arg-type]
-                        raw = await broker.pull_raw(**kw)  # type: ignore[arg-type]
+                        raw = await pull_raw(broker, **kw)  # type: ignore[arg-type]
                         assert (raw.status, raw.next_offset, raw.min_offset, raw.max_offset) == (
                             general.status, general.next_offset, general.min_offset, general.max_offset,
                         )  # fmt: skip
@@ -78,7 +80,7 @@ async def test_dead_letters_with_reconsume_time_take_the_general_path(broker: Br
     dlq = names.dlq_topic("g")
     kw = {"group": "g", "topic": dlq, "queue_id": 0, "offset": 0, "batch_size": 32, "expression": "t"}
     general = await broker.pull(**kw)  # type: ignore[arg-type]
-    raw = await broker.pull_raw(**kw)  # type: ignore[arg-type]
+    raw = await pull_raw(broker, **kw)  # type: ignore[arg-type]
     assert [v.reconsume_times for v in general.messages] == [1, 1, 1]
     fallbacks: list[int] = []
     assert _lean_body(broker, raw, dlq, fallbacks) == _general_body(general, dlq)

@@ -32,6 +32,8 @@ from txmq.storage.consume_queue import UNIT_BYTES
 from txmq.storage.fs import OsFileSystem
 from txmq.storage.verify import repair_store, verify_store
 
+from ..pull_oracle import pull_raw
+
 TOPIC, OTHER = "F", "G"
 PER_QUEUE = 24
 TAGS = ("a", "b")
@@ -114,7 +116,8 @@ async def _read_all(
                 m.body for m in messages if expression is None or m.properties.get("TAGS") == expression
             ]
         else:
-            raw = await broker.pull_raw(
+            raw = await pull_raw(
+                broker,
                 group="g",
                 topic=TOPIC,
                 queue_id=queue_id,

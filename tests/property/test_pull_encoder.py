@@ -14,10 +14,12 @@ from txmq.broker.records import to_view
 from txmq.common import properties as props
 from txmq.common.errors import CorruptRecord, TxmqError
 from txmq.protocol.remoting.errors import LocalProtocolError
-from txmq.protocol.remoting.message_codec import encode_message, encode_messages, encode_pulled
-from txmq.server.remoting.convert import PullSink, pulled, to_wire
+from txmq.protocol.remoting.message_codec import encode_message, encode_messages
+from txmq.server.remoting.convert import PullSink, to_wire
 from txmq.storage import codec
 from txmq.storage.api import StoredRecord
+
+from ..pull_oracle import encode_pulled, pulled
 
 I32 = st.integers(-(2**31), 2**31 - 1)
 I64 = st.integers(-(2**63), 2**63 - 1)

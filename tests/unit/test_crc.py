@@ -9,7 +9,9 @@ import zlib
 import pytest
 
 from txmq.common import crc
-from txmq.protocol.remoting.message_codec import body_crc, decode_messages, encode_pulled
+from txmq.protocol.remoting.message_codec import body_crc, decode_messages
+
+from ..pull_oracle import encode_pulled
 
 
 @pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 63, 64, 65, 1024, 4099, 70_000])

@@ -131,10 +131,11 @@ class Broker:
         self.transactions = TransactionService(self, meta)
         self._background: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
-        # auto-renew leases: (next renewal at, receipt handle, group, client id, renew until), a min-heap
-        # (an item whose handle is no longer in _renew_owner is skipped); the leases each client holds
-        # (client id -> {handle: group}) and each handle's client, so a client gone is cleared at once
-        self._renewals: list[tuple[int, str, str, str, int]] = []
+        # auto-renew leases: (next renewal at, receipt handle, group, client id, renew until, renewals
+        # made), a min-heap (an item whose handle is no longer in _renew_owner is skipped); the leases
+        # each client holds (client id -> {handle: group}) and each handle's client, so a client gone is
+        # cleared at once
+        self._renewals: list[tuple[int, str, str, str, int, int]] = []
         self._renew_owner: dict[str, str] = {}
         self._renewing: dict[str, dict[str, str]] = {}
         self.store_lock: StoreLock | None = None  # held from open to close (Broker.open takes it)
@@ -238,6 +239,7 @@ class Broker:
             await self._background
             self._background = None
         self.offsets.flush()
+        self._clear_all_renewed(self.clock.now_ms())
         try:
             self.meta.save_json(POP_LEASES_FILE, self.pop.snapshot())
         except errors.StorageError:  # best effort: without it the next start redelivers, as after a crash
@@ -490,11 +492,13 @@ class Broker:
 
     def renew_for(self, group: str, client_id: str, views: Sequence[MessageView]) -> None:
         """Renew the leases of ``views`` (an auto-renew receive) while ``client_id`` is live, as the
-        Apache proxy's ReceiptHandleProcessor does: each is extended by ``invisible_ms_auto_renew``
-        ``limits.auto_renew_ahead_ms`` before it ends, for up to ``limits.auto_renew_max_ms`` after the
-        receive, under the same receipt handle; an ack or a change of invisible time ends it. A client
-        the broker does not know is not renewed (its leases end as leased); a client that goes away
-        has its leases cut to ``limits.auto_renew_clear_ms`` (``_clear_departed``)."""
+        Apache proxy's ReceiptHandleProcessor does: each is renewed ``limits.auto_renew_ahead_ms``
+        before it ends, under the same receipt handle, for ``limits.auto_renew_steps_ms`` (1 m, 3 m,
+        5 m, 10 m, 30 m, then 1 h each); an ack or a change of invisible time ends it. The first renewal
+        due ``limits.auto_renew_max_ms`` (3 h) after the receive or later is not made: the message is
+        nacked instead (``_renew_leases``). A client the broker does not know is not renewed (its
+        leases end as leased); a client that goes away has its leases cut to
+        ``limits.auto_renew_clear_ms`` (``_clear_departed``)."""
         if self.clients.get(client_id) is None:
             return
         now = self.clock.now_ms()
@@ -504,9 +508,8 @@ class Broker:
             handle = view.receipt_handle
             deadline = self.pop.deadline_of(group, handle) if handle else None
             if handle and deadline is not None:
-                heapq.heappush(
-                    self._renewals, (deadline - limits.auto_renew_ahead_ms, handle, group, client_id, until)
-                )
+                renew_at = deadline - limits.auto_renew_ahead_ms
+                heapq.heappush(self._renewals, (renew_at, handle, group, client_id, until, 0))
                 held[handle] = group
                 self._renew_owner[handle] = client_id
         if not held:
@@ -522,22 +525,41 @@ class Broker:
                     del self._renewing[client_id]
 
     def _renew_leases(self, now_ms: int) -> None:
-        renewals, ahead = self._renewals, limits.auto_renew_ahead_ms
-        lease = self.config.invisible_ms_auto_renew
+        renewals, ahead, steps = self._renewals, limits.auto_renew_ahead_ms, limits.auto_renew_steps_ms
         owner = self._renew_owner
         while renewals and renewals[0][0] <= now_ms:
-            _, handle, group, client_id, until = heapq.heappop(renewals)
+            _, handle, group, client_id, until, renewed = heapq.heappop(renewals)
             if owner.get(handle) != client_id:
                 continue  # acked, changed, or its client was gone and the lease cut
             if now_ms >= until:
-                self._unrenew(handle)  # renewed for 3 h: the lease ends as leased
+                self._unrenew(handle)
+                self._stop_renewing(group, handle, now_ms)
                 continue
+            lease = min(steps[min(renewed, len(steps) - 1)], self.config.invisible_ms_max)
             deadline = self.pop.extend(group, handle, lease, now_ms)
             if deadline is None:
                 self._unrenew(handle)  # the lease ended otherwise (expired, moved to the DLQ)
             else:  # next time at least one ms on (a lease shorter than the margin)
                 next_at = max(deadline - ahead, now_ms + 1)
-                heapq.heappush(renewals, (next_at, handle, group, client_id, until))
+                heapq.heappush(renewals, (next_at, handle, group, client_id, until, renewed + 1))
+
+    def _stop_renewing(self, group: str, handle: str, now_ms: int) -> None:
+        """A lease renewed for ``limits.auto_renew_max_ms``: nack it as the Apache proxy does (its
+        STOP_RENEW event), changing its invisible time to the group's retry delay for the delivery
+        attempt it holds (``BrokerConfig.retry_delay_ms``, the delay a consumer's own nack takes).
+        The change gives the lease a new handle that nobody holds: when it ends the message is
+        delivered again as a retry (or dead-lettered after the group's last attempt), and the
+        consumer's handle no longer acks it. A lease gone meanwhile (acked, expired) is left alone."""
+        try:
+            _, entry = self.pop.lookup(group, handle)
+            delay = self.config.retry_delay_ms(entry.attempt)
+            self.pop.change_invisible(group, handle, delay, now_ms)
+        except errors.InvalidReceiptHandle:
+            return
+        log.info(
+            "auto-renewed for %d ms without an ack: %s nacked, delivered again in %d ms",
+            limits.auto_renew_max_ms, decode_receipt(handle).topic, delay,
+        )  # fmt: skip
 
     def _clear_departed(self, now_ms: int) -> None:
         """Cut the auto-renewed leases of every client gone to ``limits.auto_renew_clear_ms`` from now,
@@ -546,27 +568,39 @@ class Broker:
         killed PushConsumer's messages go to another consumer in seconds, not when the lease ends."""
         if not self._renewing:
             return
-        grace, cut = limits.client_detached_grace_ms, limits.auto_renew_clear_ms
+        grace = limits.client_detached_grace_ms
         for client_id in list(self._renewing):
             reason = self.clients.departed(client_id, grace)
-            if reason is None:
-                continue
-            held = self._renewing.pop(client_id)
-            topics: set[str] = set()
-            cut_count = 0
-            for handle, group in held.items():
-                self._renew_owner.pop(handle, None)
-                deadline = self.pop.deadline_of(group, handle)
-                if deadline is not None and deadline > now_ms + cut:
-                    self.pop.extend(group, handle, cut, now_ms)
-                    topics.add(decode_receipt(handle).topic)
-                    cut_count += 1
-            log.info(
-                "client %s is gone (%s): %d of its auto-renewed messages become visible in %d ms",
-                client_id, reason, cut_count, cut,
-            )  # fmt: skip
-            for topic in topics:  # long polls recompute when to wake: the next deadline moved closer
-                self.waiters.wake(topic)
+            if reason is not None:
+                self._cut_renewed(client_id, reason, now_ms)
+
+    def _clear_all_renewed(self, now_ms: int) -> None:
+        """On a clean stop, cut every auto-renewed lease to ``limits.auto_renew_clear_ms`` before the
+        leases are saved, as the Apache proxy's shutdown does (clearAllHandle): renewals live in memory,
+        so after the restart nobody would renew a lease of up to an hour, and a consumer that did not
+        come back would hold its message that long. A consumer still working on one gets it again
+        (at least once), as behind a restarted proxy."""
+        for client_id in list(self._renewing):
+            self._cut_renewed(client_id, "the broker stops", now_ms)
+
+    def _cut_renewed(self, client_id: str, reason: str, now_ms: int) -> None:
+        cut = limits.auto_renew_clear_ms
+        held = self._renewing.pop(client_id)
+        topics: set[str] = set()
+        cut_count = 0
+        for handle, group in held.items():
+            self._renew_owner.pop(handle, None)
+            deadline = self.pop.deadline_of(group, handle)
+            if deadline is not None and deadline > now_ms + cut:
+                self.pop.extend(group, handle, cut, now_ms)
+                topics.add(decode_receipt(handle).topic)
+                cut_count += 1
+        log.info(
+            "auto-renew of client %s ends (%s): %d of its messages become visible in %d ms",
+            client_id, reason, cut_count, cut,
+        )  # fmt: skip
+        for topic in topics:  # long polls recompute when to wake: the next deadline moved closer
+            self.waiters.wake(topic)
 
     def change_invisible(self, *, group: str, receipt_handle: str, invisible_ms: int) -> str:
         if not 0 <= invisible_ms <= self.config.invisible_ms_max:
@@ -645,29 +679,6 @@ class Broker:
 
         return await self._pull_loop(once, topic, queue_id, offset, batch_size, expression, long_poll_ms)
 
-    async def pull_raw(
-        self,
-        *,
-        group: str | None,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        batch_size: int,
-        expression: str | None = None,
-        long_poll_ms: int = 0,
-        max_bytes: int = limits.pull_bytes_max,
-    ) -> RawPullResult:
-        """:meth:`pull` with the messages as raw record fields (``storage.codec.RawRecord``): the same
-        queue positions, filter, statuses, offsets and long polling, without building a
-        ``MessageView`` per message (the remoting pull encodes the wire records from the raw fields).
-        A tag filter passes over units by their tags code before reading the log."""
-
-        def once(offset: int, tag_filter: TagFilter) -> tuple[RawPullResult, bool]:
-            result = self._pull_once_raw(topic, queue_id, offset, batch_size, tag_filter, max_bytes)
-            return result, bool(result.records)
-
-        return await self._pull_loop(once, topic, queue_id, offset, batch_size, expression, long_poll_ms)
-
     async def pull_into(
         self,
         sink: RecordSink,
@@ -681,11 +692,13 @@ class Broker:
         long_poll_ms: int = 0,
         max_bytes: int = limits.pull_bytes_max,
     ) -> RawPullResult:
-        """:meth:`pull_raw` with the messages handed to ``sink`` (``storage.codec.RecordSink``) instead
-        of returned: the same queue positions, filter, statuses, offsets and long polling; the result's
-        ``records`` is empty and ``sink.count`` says how many messages the pull found. Without a tag
-        filter the log's records go straight to the sink (``MessageStore.read_queue_into``: no
-        RawRecord tuples); with one, the records :meth:`pull_raw` keeps go to ``sink.take_fields``."""
+        """:meth:`pull` with the messages handed to ``sink`` (``storage.codec.RecordSink``) as raw
+        record fields instead of returned: the same queue positions, filter, statuses, offsets and long
+        polling; the result's ``records`` is empty and ``sink.count`` says how many messages the pull
+        found. Without a tag filter the log's records go straight to the sink
+        (``MessageStore.read_queue_into``: no RawRecord tuples); with one, the raw records the filter
+        keeps (``_pull_once_raw``: units passed over by their tags code before the log is read) go to
+        ``sink.take_fields``."""
 
         def once(offset: int, tag_filter: TagFilter) -> tuple[RawPullResult, bool]:
             if tag_filter.match_all:

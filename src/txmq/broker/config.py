@@ -71,7 +71,10 @@ class BrokerConfig:
     default_queues: int = limits.queues_per_topic_default
     auto_create_topics: bool = True
     max_delivery_attempts: int = limits.max_delivery_attempts_default
-    retry_backoff_ms: tuple[int, ...] = field(default=())  # empty: the delay-level schedule 10s 30s 1m ...
+    # a group's redelivery delay after each delivery attempt, the last repeating (told to gRPC consumers,
+    # which nack with it; the broker's own nack at the auto-renew limit uses it too); empty: RocketMQ's
+    # delay levels 1s 5s 10s 30s 1m ... 2h (limits.retry_backoff_ms_default)
+    retry_backoff_ms: tuple[int, ...] = field(default=())
     long_polling_ms_default: int = 20_000
     # ReceiveMessage's invisible duration must lie in [receive_invisible_ms_min, invisible_ms_max]
     # (ILLEGAL_INVISIBLE_TIME otherwise; ChangeInvisibleDuration takes 0..invisible_ms_max); an auto-renew
@@ -117,6 +120,14 @@ class BrokerConfig:
 
         parse_delay_levels(self.delay_levels)
         return self
+
+    def retry_delay_ms(self, attempt: int) -> int:
+        """The redelivery delay after delivery ``attempt`` (1, 2, ...) failed: the step of the group's
+        back-off for it, in whole seconds and at least 1 s, as a gRPC consumer told that back-off nacks
+        (protocol.grpc.settings.consumer_reply rounds the steps it sends the same way)."""
+        schedule = self.retry_backoff_ms or limits.retry_backoff_ms_default
+        step = schedule[min(max(attempt, 1), len(schedule)) - 1]
+        return max(1_000, step // 1_000 * 1_000)
 
     @property
     def data_path(self) -> Path:

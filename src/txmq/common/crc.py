@@ -1,6 +1,6 @@
 """CRC-32 (zlib's polynomial, ``java.util.zip.CRC32``) for RocketMQ's body CRC, as fast as installed.
 
-The broker computes the body CRC of every record it answers a pull with (``encode_pulled``). The
+The broker computes the body CRC of every record it answers a pull with (``PullBodyWriter``). The
 zlib that CPython links here (1.2.13) has no folded (carry-less multiply) CRC: 0.42 us of CPU per KiB,
 ~9% of the broker's CPU per 1 KiB message on a large pull. ISA-L's ``crc32`` (``pip install isal``),
 the same function, takes 0.08 us (a dependency). ``crc32`` is ISA-L's when the

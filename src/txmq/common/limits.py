@@ -56,10 +56,19 @@ pull_bytes_max: Final = 8 * MiB
 receive_invisible_ms_min_default: Final = 10_000
 invisible_duration_ms_max: Final = 12 * 3_600_000
 invisible_ms_auto_renew_default: Final = 60_000
-# an auto-renew lease is renewed this long before it ends, for at most this long after the receive,
-# while its client is live (ProxyConfig renewAheadTimeMillis 10 s, renewMaxTimeMillis 3 h)
+# an auto-renew lease is renewed this long before it ends while its client is live (ProxyConfig
+# renewAheadTimeMillis 10 s); renewal n (from 0) leases auto_renew_steps_ms[n], the last step repeating
+# (the proxy's RenewStrategyPolicy: 1 m, 3 m, 5 m, 10 m, 30 m, then 1 h); the first renewal due this long
+# after the receive or later (ProxyConfig renewMaxTimeMillis 3 h) is not made: the lease is changed to
+# the group's retry delay for its delivery attempt instead, a nack (the proxy's STOP_RENEW)
 auto_renew_ahead_ms: Final = 10_000
+auto_renew_steps_ms: Final = (60_000, 180_000, 300_000, 600_000, 1_800_000, 3_600_000)
 auto_renew_max_ms: Final = 3 * 3_600_000
+# a consumer group's redelivery delays after delivery attempt 1, 2, ... (the last repeating) unless
+# BrokerConfig.retry_backoff_ms sets them: RocketMQ's delay levels 1 s 5 s 10 s 30 s 1 m 2 m ... 2 h
+retry_backoff_ms_default: Final = tuple(
+    s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+)
 # a client gone (NotifyClientTermination, heartbeats silent past the client expiry, or its Telemetry
 # stream closed and not reopened within the grace) has its auto-renewed leases cut to end this soon
 # (ProxyConfig invisibleTimeMillisWhenClear 1 s): another consumer gets them in seconds, not a lease later

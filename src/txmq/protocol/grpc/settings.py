@@ -17,9 +17,7 @@ from txmq.protocol.grpc.convert import set_duration
 PRODUCER_MAX_ATTEMPTS = 3
 PRODUCER_BACKOFF_MS = (10, 1_000)  # initial, max; multiplier 2 (the Apache proxy's defaults)
 # RocketMQ's default redelivery schedule: 1s 5s 10s 30s 1m 2m 3m ... 10m 20m 30m 1h 2h
-CONSUMER_BACKOFF_MS = tuple(
-    s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
-)
+CONSUMER_BACKOFF_MS = limits.retry_backoff_ms_default
 RECEIVE_BATCH_SIZE = 32
 LONG_POLLING_MS = 20_000
 

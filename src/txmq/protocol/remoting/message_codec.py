@@ -163,32 +163,6 @@ def encode_message(msg: WireMessage) -> bytes:
     return b"".join((fixed, body, topic_len, topic, _U16.pack(len(properties)), properties))
 
 
-# One pulled record as the broker's lean pull path hands it over (no WireMessage, nothing decoded):
-# body, properties (``k\x01v\x02`` bytes), queue_id, queue_offset, commit_log_offset, born_timestamp,
-# born IPv4 (4 bytes), born port, store_timestamp, store IPv4, store port, reconsume_times.
-PulledRecord = tuple[bytes | memoryview, bytes, int, int, int, int, bytes, int, int, bytes, int, int]
-
-
-def encode_pulled(topic: str, records: list[PulledRecord | bytes]) -> bytes:
-    """A PULL_MESSAGE response body from raw fields: byte for byte what :func:`encode_messages` writes
-    for the same messages with ``sys_flag``, ``flag`` and the prepared offset 0 and the body CRC
-    computed (what the broker's ``to_wire`` builds), one struct pack per record and one join
-    (:class:`PullBodyWriter`). A ``bytes`` item is a record encoded already (the general path's),
-    copied as it is."""
-    if not records:
-        return b""
-    writer = PullBodyWriter(topic)
-    for record in records:
-        if isinstance(record, bytes):
-            writer.add_encoded(record)
-            continue
-        (body, properties, queue_id, queue_offset, commit_log_offset, born_ts, born_ip, born_port, store_ts,
-         store_ip, store_port, reconsume) = record  # fmt: skip
-        writer.add(body, properties, queue_id, queue_offset, commit_log_offset, born_ts, born_ip, born_port,
-                   store_ts, store_ip, store_port, reconsume)  # fmt: skip
-    return writer.getvalue()
-
-
 def packed_host(ip: bytes, port: int) -> bytes:
     """A record's IPv4 host field: the 4 address bytes and the port (an int32); LocalProtocolError if
     the port does not fit, as :func:`encode_message` raises."""
@@ -199,7 +173,7 @@ def packed_host(ip: bytes, port: int) -> bytes:
 
 
 class PullBodyWriter:
-    """A PULL_MESSAGE response body built record by record (:func:`encode_pulled`'s records, and the
+    """A PULL_MESSAGE response body built record by record (:meth:`add` from fields, and the
     broker's fused pull path, which adds each record straight from the commit log's pread buffer):
     the parts of every record are kept and joined once by :meth:`getvalue`."""
 

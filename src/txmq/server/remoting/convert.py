@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from txmq.broker.records import split_host
@@ -20,7 +20,6 @@ from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE
 from txmq.protocol.remoting.errors import LocalProtocolError
 from txmq.protocol.remoting.message_codec import (
     PullBodyWriter,
-    PulledRecord,
     WireMessage,
     body_crc,
     ipv4_bytes,
@@ -274,29 +273,6 @@ def _wire_host(raw: bytes) -> tuple[bytes, int]:
     return ipv4_bytes(host), port
 
 
-def pulled(
-    records: Sequence[RawRecord], topic: str, general: Callable[[int], bytes]
-) -> list[PulledRecord | bytes]:
-    """The fields ``encode_pulled`` writes for each raw record, as ``to_wire(to_view(record))`` has
-    them. A record the lean path does not cover byte for byte (a RECONSUME_TIME property, which
-    overrides the header's count; a stored topic other than the pulled one; hosts not UTF-8) is
-    encoded by ``general(physical_offset)``, the general path, instead."""
-    topic_bytes = topic.encode("utf-8")
-    cache = _wire_names
-    result: list[PulledRecord | bytes] = []
-    append = result.append
-    for (_, queue_id, _, queue_offset, physical_offset, _, born_ts, store_ts, _, reconsume, _, names,
-         properties, body) in records:  # fmt: skip
-        wire = cache[names] if names in cache else _names_for_wire(names)
-        if wire is None or wire[0] != topic_bytes or properties.find(_RECONSUME_KEY) >= 0:
-            append(general(physical_offset))
-            continue
-        born, store = wire[1], wire[2]
-        append((body, properties, queue_id, queue_offset, physical_offset, born_ts, born[0], born[1],
-                store_ts, store[0], store[1], reconsume))  # fmt: skip
-    return result
-
-
 # names part -> (topic, born host, store host) packed for the wire (``packed_host``), None for the
 # general path (hosts not UTF-8, or a port that does not fit, which the general encoder then reports)
 _packed_names: dict[bytes, tuple[bytes, bytes, bytes] | None] = {}
@@ -317,11 +293,12 @@ def _names_packed(names: bytes) -> tuple[bytes, bytes, bytes] | None:
 
 class PullSink(codec.RecordSink):
     """The fused pull path's sink (``Broker.pull_into``): each record the commit log hands over goes
-    straight into the PULL_MESSAGE body (:class:`PullBodyWriter`) as :func:`pulled` and
-    :func:`encode_pulled` would write it; records :func:`pulled` hands to the general path (a
-    RECONSUME_TIME property, another stored topic, hosts not UTF-8), and those whose host port does not
-    fit the wire's int32 (the general encoder reports it), are encoded by ``general(physical_offset)``
-    when :meth:`body` is called, after the read, in their place."""
+    straight into the PULL_MESSAGE body (:class:`PullBodyWriter`) as ``to_wire(to_view(record))``
+    encodes it (``tests/pull_oracle.py`` keeps the staged path it replaced); records the lean encoding
+    does not cover byte for byte (a RECONSUME_TIME property, another stored topic, hosts not UTF-8),
+    and those whose host port does not fit the wire's int32 (the general encoder reports it), are
+    encoded by ``general(physical_offset)`` when :meth:`body` is called, after the read, in their
+    place."""
 
     def __init__(self, topic: str, general: Callable[[int], bytes]) -> None:
         self.topic_bytes = topic.encode("utf-8")
