@@ -13,6 +13,10 @@ and imports cancel out::
         python benchmarks/grpc_send_cost.py $n; done
 
 Without valgrind it prints the process CPU per message (all threads, fsync included).
+
+``--single`` (second argument): the pipelined workload instead, one message per call and 64 calls in
+flight (``grpc_bench.py``'s ``pipelined``); N rounds are N calls per caller, so instructions per call =
+(run of N2 - run of N1) / (64 x (N2 - N1)).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from txmq.server.runtime import install_uvloop, tune_gc
 from txmq.storage.api import FlushMode
 
 INFLIGHT = 8
+SINGLE_INFLIGHT = 64
 
 
 class Context:
@@ -48,8 +53,17 @@ class Context:
         return "ipv4:127.0.0.1:1"
 
 
-async def run(rounds: int) -> None:
-    data = _request_bytes()
+def _single_request_bytes() -> bytes:
+    """One message of ``_request_bytes``' batch as its own SendMessageRequest."""
+    whole = _request_bytes()
+    # the first field: tag 0x0A, a two-byte length varint (a 1 KB message), then the message
+    size = (whole[1] & 0x7F) | (whole[2] << 7)
+    return whole[: 3 + size]
+
+
+async def run(rounds: int, single: bool = False) -> None:
+    data = _single_request_bytes() if single else _request_bytes()
+    inflight, per_call = (SINGLE_INFLIGHT, 1) if single else (INFLIGHT, 100)
     ids = itertools.count(1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
         broker = await Broker.open(BrokerConfig(data_dir=tmp, flush=FlushMode.SYNC), clock=SystemClock())
@@ -63,16 +77,16 @@ async def run(rounds: int) -> None:
 
         await caller(5)  # the topic is created, every lazy cache filled
         start = time.process_time()
-        await asyncio.gather(*(caller(rounds) for _ in range(INFLIGHT)))
+        await asyncio.gather(*(caller(rounds) for _ in range(inflight)))
         cpu = time.process_time() - start
-        print(f"{cpu / (INFLIGHT * rounds * 100) * 1e6:.2f} us/msg process CPU")
+        print(f"{cpu / (inflight * rounds * per_call) * 1e6:.2f} us/msg process CPU")
         await broker.close()
 
 
 def main() -> None:
     install_uvloop()
     tune_gc()
-    asyncio.run(run(int(sys.argv[1]) if len(sys.argv) > 1 else 60))
+    asyncio.run(run(int(sys.argv[1]) if len(sys.argv) > 1 else 60, "--single" in sys.argv[2:]))
 
 
 if __name__ == "__main__":

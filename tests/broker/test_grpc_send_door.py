@@ -8,9 +8,12 @@ send if either is asked for.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from txmq.broker.broker import Broker
+from txmq.broker.send import SendContext
+from txmq.common.message import LeanMessage
 from txmq.protocol.grpc import convert, pb
 from txmq.server.grpc_server import MessagingServicer
 
@@ -103,3 +106,42 @@ async def test_failures_keep_their_wording(broker: Broker) -> None:
     assert garbage.status.code == pb.Code.BAD_REQUEST
     assert garbage.status.message.startswith("malformed SendMessageRequest")
     assert list(garbage.entries) == []
+
+
+async def test_single_sends_are_answered_with_their_stored_offsets(broker: Broker) -> None:
+    """One message per request (a pipelined producer): each reply names the message and the queue
+    offset it was stored at, whatever queue the round robin gave it."""
+    servicer = MessagingServicer(broker, "127.0.0.1", 8081)
+    answered: dict[str, int] = {}
+    for i in range(9):
+        request = _request("single", 1).replace(b"01SENDDOOR", b"01SINGLE%02d" % i)
+        reply = await _send(servicer, request, _CallContext())
+        assert reply.status.code == pb.Code.OK, reply.status.message
+        (entry,) = reply.entries
+        assert entry.status.code == pb.Code.OK
+        assert not entry.transaction_id and not entry.recall_handle
+        answered[entry.message_id] = entry.offset
+    views = await broker.receive(
+        group="g", topic="single", expression="*", batch_size=32, invisible_ms=30_000, long_poll_ms=0
+    )
+    assert {v.message_id: v.queue_offset for v in views} == answered
+    assert sorted(answered.values()) != [0] * 9, "the topic's queues were filled past their first offset"
+
+
+async def test_a_lane_append_is_answered_as_columns(broker: Broker) -> None:
+    """``SendService.lane_append`` hands back where its records landed as the store's columns (no
+    AppendResult per record): the gRPC door replies from the queue offsets, the remoting door
+    (``lane_answer``) from the first log offset, and ``lane_results`` stays what it was."""
+    sender = broker.sender
+    lean = [LeanMessage(b"c", {}, "t", (), "01COLUMNS", None)]
+    context = SendContext(born_host="127.0.0.1:1", queue_id=0)
+    first = sender.lane_append("cols", lean, context)
+    second = sender.lane_append("cols", lean, context)
+    await asyncio.gather(first.durable, second.durable)
+    assert list(first.appended.queue_offsets) == [0]
+    assert list(second.appended.queue_offsets) == [1]
+    assert second.appended.physical_offsets[0] == first.appended.physical_offsets[0] + first.appended.sizes[0]
+    offset_id, queue_id, queue_offset = sender.lane_answer(second)
+    (result,) = sender.lane_results(second)
+    assert (offset_id, queue_id, queue_offset) == (result.offset_message_id, 0, 1)
+    assert (result.message_id, result.queue.queue_id, result.queue_offset) == ("01COLUMNS", 0, 1)

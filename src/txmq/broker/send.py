@@ -35,6 +35,7 @@ from txmq.common.message import (
     check_content,
 )
 from txmq.storage.api import AppendResult, PutRequest, RecordFields, StoredRecord
+from txmq.storage.commitlog import BatchAppend
 from txmq.storage.store import MessageStore
 
 TIMER_BUCKET_MS = 60_000
@@ -120,7 +121,7 @@ class LaneAppend(NamedTuple):
 
     topic: str
     records: list[RecordFields]
-    appended: list[AppendResult]
+    appended: BatchAppend  # as columns: no AppendResult per record (the doors read one or two fields)
     message_ids: list[str]
     durable: Awaitable[None]
 
@@ -390,7 +391,7 @@ class SendService:
             records.append(record)
             message_ids.append(message_id)
         assert topic is not None
-        appended, durable = self._store.put_records_nowait(topic_name, records, shared)
+        appended, durable = self._store.put_records_columns(topic_name, records, shared)
         lane: LaneAppend = _new_tuple(LaneAppend, (topic.name, records, appended, message_ids, durable))
         return lane
 
@@ -398,11 +399,11 @@ class SendService:
         """A one-message :meth:`lane_append` whose ``durable`` completed, as the remoting door answers
         it: (offset message id, queue id, queue offset), what :meth:`lane_results` gives, without a
         :class:`SendResult`."""
-        done = lane.appended[0]
+        done = lane.appended
         return (
-            self._offset_id_prefix() + _HEX16(done.physical_offset),
+            self._offset_id_prefix() + _HEX16(done.physical_offsets[0]),
             lane.records[0].queue_id,
-            done.queue_offset,
+            done.queue_offsets[0],
         )
 
     def lane_results(self, lane: LaneAppend) -> list[SendResult]:
@@ -411,7 +412,10 @@ class SendService:
         name = lane.topic
         results: list[SendResult] = []
         queue: MessageQueue | None = None
-        for record, done, message_id in zip(lane.records, lane.appended, lane.message_ids, strict=True):
+        done = lane.appended
+        for record, physical_offset, queue_offset, message_id in zip(
+            lane.records, done.physical_offsets, done.queue_offsets, lane.message_ids, strict=True
+        ):
             if queue is None or queue.queue_id != record.queue_id:
                 queue = self._lane_queues.get((name, record.queue_id))
                 if queue is None:  # a frozen value: one per queue serves every result
@@ -423,8 +427,8 @@ class SendService:
                 SendResult(
                     message_id=message_id,
                     queue=queue,
-                    queue_offset=done.queue_offset,
-                    offset_message_id=prefix + f"{done.physical_offset:016X}",
+                    queue_offset=queue_offset,
+                    offset_message_id=prefix + f"{physical_offset:016X}",
                 )
             )
         return results

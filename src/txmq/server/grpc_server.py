@@ -209,7 +209,12 @@ class MessagingServicer:
             if len(lean) > 1:  # answered from the batch's columns: no SendResult per message
                 sent = await self.broker.send_lean_batch(topic, lean, ctx)
                 return wire.lane_reply(sent.message_ids, sent.queue_offsets)
-            return wire.send_reply(await self.broker.send_lean(topic, lean, ctx))
+            # one message (the pipelined producer's request): appended here and answered from the
+            # append's columns once durable, what send_lean answers without its two coroutines and
+            # a SendResult (whose offset message id this reply does not carry)
+            appended = self.broker.sender.lane_append(topic, lean, ctx)
+            await appended.durable
+            return wire.lane_reply(appended.message_ids, appended.appended.queue_offsets)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
             return _send_failed(exc, [m.message_id or "" for m in lean])
 
