@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -42,10 +43,17 @@ async def _round(workload_name: str, requests: int, driver: object, workload: ob
         await asyncio.gather(*(drive_slot(producer, _counted(workload, 2), s, 0, 0, 0) for s in range(slots)))
         broker = psutil.Process(driver.server_pids()[0])  # type: ignore[attr-defined]
         b0 = broker.cpu_times()
+        sampler = None
+        if os.environ.get("PEERS_STATES"):  # an experiment's probe: how often both processes run
+            sampler = await asyncio.create_subprocess_exec(
+                sys.executable, os.environ["PEERS_STATES"], str(os.getpid()), str(broker.pid), "2"
+            )
         c0, t0 = time.process_time(), time.perf_counter()
         outcomes = await asyncio.gather(
             *(drive_slot(producer, _counted(workload, requests), s, 0, far, 0) for s in range(slots))
         )
+        if sampler is not None:
+            await sampler.wait()
         elapsed, client = time.perf_counter() - t0, time.process_time() - c0
         b1 = broker.cpu_times()
     finally:
