@@ -58,6 +58,14 @@ def _outcome(call: object) -> tuple[str, bytes | str]:
 @example(batch=[Message("T", b"x", tags="a\x02b")], producer_group="pg", data=None)
 @example(batch=[Message("T", b"x", keys=("k\x01",))], producer_group="", data=None)
 @example(batch=[Message("T", b"x", message_group="")], producer_group="pg", data=None)
+# plain messages with no tags, keys or group take the shortest lines: ids and groups that must leave them
+@example(batch=[Message("T", b"x", message_id="a\x01b")], producer_group="pg", data=None)
+@example(batch=[Message("T", b"x", message_id="a\x02b")], producer_group="", data=None)
+@example(batch=[Message("T", b"x", message_id="\u00e9")], producer_group="pg", data=None)
+@example(batch=[Message("T", b"x", message_id="\ud800")], producer_group="pg", data=None)
+@example(batch=[Message("T", b"x", message_id="I" * 40_000)], producer_group="pg", data=None)
+@example(batch=[Message("T", b"x"), Message("T", b"y", tags="")], producer_group="p\x02g", data=None)
+@example(batch=[Message("T", b"x", tags="", keys=())], producer_group="\ud800", data=None)
 def test_batch_body_is_the_general_encode(
     batch: list[Message], producer_group: str, data: st.DataObject | None
 ) -> None:

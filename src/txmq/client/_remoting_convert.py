@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import Final, cast
 
 from txmq.common import errors, limits, msgid
 from txmq.common import properties as props
@@ -48,6 +48,7 @@ def message_properties(message: Message, message_id: str, producer_group: str) -
 
 
 _PLAIN_PROPERTIES_MAX = min(limits.properties_bytes_max, 0x7FFF)  # props.encode's and a batch entry's
+_UNIQ_KEY_PAIR: Final = f"{props.UNIQ_KEY}{props.NAME_VALUE_SEPARATOR}".encode()
 
 
 def batch_body(messages: Sequence[Message], ids: Sequence[str], producer_group: str) -> bytes:
@@ -61,6 +62,20 @@ def batch_body(messages: Sequence[Message], ids: Sequence[str], producer_group: 
     ``message_properties`` and ``props.encode``, which raise their errors in message order."""
     group_part = f"{props.PRODUCER_GROUP}\x01{producer_group}\x02" if producer_group else ""
     group_pairs = 1 if producer_group else 0
+    # a plain message without tags, keys or group (the common batch): its properties are the id's
+    # pair and the group's, bytes joined with no text built or counted, when the group holds no
+    # separator and the id is ASCII without one (else the general lines below)
+    id_tail: bytes | None = b"\x02"
+    if producer_group:
+        id_tail = None
+        if (
+            props.NAME_VALUE_SEPARATOR not in producer_group
+            and props.PROPERTY_SEPARATOR not in producer_group
+        ):
+            try:
+                id_tail = b"\x02" + group_part.encode("utf-8")
+            except UnicodeEncodeError:
+                id_tail = None
     entries: list[tuple[bytes, bytes]] = []
     for message, message_id in zip(messages, ids, strict=True):
         # getattr: compiled, ``message.body`` is checked to be bytes, and a body may be a bytearray
@@ -77,6 +92,19 @@ def batch_body(messages: Sequence[Message], ids: Sequence[str], producer_group: 
         tags = message.tags
         keys = message.keys
         group = message.message_group
+        if (
+            id_tail is not None
+            and not tags
+            and not keys
+            and group is None
+            and message_id.isascii()
+            and props.NAME_VALUE_SEPARATOR not in message_id
+            and props.PROPERTY_SEPARATOR not in message_id
+        ):
+            encoded = _UNIQ_KEY_PAIR + message_id.encode("ascii") + id_tail
+            if len(encoded) <= _PLAIN_PROPERTIES_MAX:
+                entries.append((body, encoded))
+                continue
         pairs = 1 + group_pairs
         text = f"{props.UNIQ_KEY}\x01{message_id}\x02"
         if keys:
