@@ -290,25 +290,24 @@ def _feed(channel: RemotingChannel, data: bytes, chunk: int) -> list[int]:
 async def test_a_large_answer_is_read_into_its_own_buffer_between_small_ones() -> None:
     """Once a large frame's prefix is in, the channel offers a buffer of exactly the rest of that
     frame (read there, not appended to the connection's buffer and copied out); small frames around it
-    go through the read buffer; every answer reaches its request whole, in any read sizes."""
+    go through the read buffer; the next large frames reuse that buffer (a smaller one) or get a
+    larger one; every answer reaches its request whole, in any read sizes."""
     from txmq.protocol.remoting import frame
 
-    body = bytes(range(256)) * 4096  # 1 MiB
+    body = bytes(range(251)) * 4200  # ~1 MiB
+    bodies = (b"a", body, b"b", body[:100_000], body + body, body[7:])
     for chunk in (7, 65_536, 300_000, 2_000_000):
         channel = RemotingChannel("test:1", None)
         channel.connection_made(_Sink())  # type: ignore[arg-type]
-        small_1 = channel.start_request(REQUEST, {"n": "1"})
-        large = channel.start_request(REQUEST, {"n": "2"})
-        small_2 = channel.start_request(REQUEST, {"n": "3"})
+        futures = [channel.start_request(REQUEST, {"n": str(i)}) for i in range(len(bodies))]
         opaques = sorted(channel._futures)
         answers = [
             frame.encode(make_response(RemotingCommand(REQUEST, opaque), body=b))
-            for opaque, b in zip(opaques, (b"a", body, b"b"), strict=True)
+            for opaque, b in zip(opaques, bodies, strict=True)
         ]
         offered = _feed(channel, b"".join(answers), chunk)
-        assert (await small_1).body == b"a"
-        assert (await large).body == body
-        assert (await small_2).body == b"b"
+        for future, b in zip(futures, bodies, strict=True):
+            assert (await future).body == b
         taken = min(chunk, 256 * 1024) if chunk > len(answers[0]) else None
         if taken is not None:  # the first read held the prefix: the rest of the frame is offered whole
             assert len(answers[1]) - (taken - len(answers[0])) in offered, (chunk, offered[:4])
@@ -329,6 +328,8 @@ async def _large_and_small_answers_over_a_socket() -> None:
         futures = [channel.start_request(REQUEST, {"n": str(n)}, timeout_s=30) for n in sizes]
         for n, future in zip(sizes, futures, strict=True):
             assert (await future).body == body[:n], n
+        kept = channel._kept  # the large answers were read into a buffer of their own, kept for the next
+        assert kept is not None and len(kept) >= len(body)
     finally:
         await channel.close()
         await server.close()

@@ -216,7 +216,7 @@ def test_a_frame_taken_into_its_own_buffer_gives_the_event_the_stream_gives(cut:
     assert conn.take_partial_frame(own) == cut
     assert conn.buffered_bytes == 0
     own[cut:] = big[cut:]
-    event = conn.receive_frame(own)
+    event = conn.receive_frame(own, len(own))
     assert isinstance(event, Response)
     assert event.command == frame.decode(big)
     assert event.request_code == RequestCode.PULL_MESSAGE
@@ -239,12 +239,13 @@ def test_a_frame_received_whole_must_hold_exactly_one_frame() -> None:
     data = bytearray(FRAMES[0][1] + b"x")
     conn = RemotingConnection()
     with pytest.raises(RemoteProtocolError):
-        conn.receive_frame(data)
+        conn.receive_frame(data, len(data))
     assert conn.state is ConnectionState.ERROR
     conn = RemotingConnection()
+    assert conn.receive_frame(data, len(data) - 1) == _as_peer_events([FRAMES[0][0]])[0]  # a longer buffer
     conn.receive_data(b"\x00")
     with pytest.raises(LocalProtocolError):
-        conn.receive_frame(bytearray(FRAMES[0][1]))  # bytes buffered before it
+        conn.receive_frame(bytearray(FRAMES[0][1]), len(FRAMES[0][1]))  # bytes buffered before it
 
 
 def test_a_bad_prefix_is_refused_before_its_frame_is_buffered() -> None:

@@ -50,8 +50,10 @@ ConnectHook = Callable[["RemotingChannel"], Awaitable[None]]
 _DRAIN_ABOVE_BYTES: Final = 1 << 20
 _READ_BYTES: Final = 256 * 1024  # one socket read of ordinary frames (asyncio's own read size)
 # a frame at least this large is read straight into a buffer of its own (a pull answer of ~1 MiB:
-# one copy from the socket instead of reads appended to the connection's buffer and copied out)
+# one copy from the socket instead of reads appended to the connection's buffer and copied out);
+# that buffer is kept for the next large frame up to this size (no zero-fill, no fresh pages per frame)
 _OWN_BUFFER_BYTES: Final = 64 * 1024
+_OWN_BUFFER_KEPT_MAX: Final = 4 * 1024 * 1024
 _DEADLINE_SLACK: Final = 1024  # answered entries a deadline queue may hold beyond twice those in flight
 
 
@@ -92,8 +94,10 @@ class RemotingChannel(asyncio.BufferedProtocol):
         self._drained: asyncio.Future[None] | None = None  # a writer waiting for resume_writing
         self._read = memoryview(bytearray(_READ_BYTES))  # where ordinary reads land (then copied)
         self._frame: bytearray | None = None  # a large frame being read into its own buffer
-        self._frame_view: memoryview | None = None
+        self._frame_view: memoryview | None = None  # its first _frame_size bytes
+        self._frame_size = 0
         self._frame_filled = 0
+        self._kept: bytearray | None = None  # the last large frame's buffer, for the next one
 
     @classmethod
     async def open(
@@ -126,11 +130,11 @@ class RemotingChannel(asyncio.BufferedProtocol):
             if self._frame_view is not None:
                 self._frame_filled += nbytes
                 frame = self._frame
-                if frame is None or self._frame_filled < len(frame):
+                if frame is None or self._frame_filled < self._frame_size:
                     return
                 self._frame = self._frame_view = None
                 self._frame_filled = 0
-                if not self._on_event(conn.receive_frame(frame)):
+                if not self._on_event(conn.receive_frame(frame, self._frame_size)):
                     self._fail("closed by the peer")
                 return
             conn.receive_data(self._read[:nbytes])
@@ -139,25 +143,20 @@ class RemotingChannel(asyncio.BufferedProtocol):
                 return
             size = conn.partial_frame_bytes()
             if size >= _OWN_BUFFER_BYTES:
-                frame = bytearray(size)
+                frame = self._kept
+                if frame is None or len(frame) < size:
+                    frame = bytearray(size)
+                    self._kept = frame if size <= _OWN_BUFFER_KEPT_MAX else self._kept
                 self._frame_filled = conn.take_partial_frame(frame)
-                self._frame, self._frame_view = frame, memoryview(frame)
-        except errors.ProtocolError as exc:
-            self._fail(f"{type(exc).__name__}: {exc}")
-
-    def data_received(self, data: bytes) -> None:
-        """Bytes from a transport that does not use the buffered protocol (copied like a read)."""
-        self._heard_at = self._loop.time()
-        try:
-            self._conn.receive_data(data)
-            if not self._drain_events():
-                self._fail("closed by the peer")
+                self._frame, self._frame_size, self._frame_view = frame, size, memoryview(frame)[:size]
         except errors.ProtocolError as exc:
             self._fail(f"{type(exc).__name__}: {exc}")
 
     def eof_received(self) -> bool:
         if self._frame is not None:
-            self._fail(f"closed by the peer inside a frame ({self._frame_filled} of {len(self._frame)} bytes)")
+            self._fail(
+                f"closed by the peer inside a frame ({self._frame_filled} of {self._frame_size} bytes)"
+            )
             return False
         try:
             self._conn.receive_data(b"")

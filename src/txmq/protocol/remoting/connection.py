@@ -268,7 +268,7 @@ class RemotingConnection:
 
     def take_partial_frame(self, into: bytearray) -> int:
         """Move the buffered start of the incomplete frame (everything buffered) to the start of
-        ``into``, the frame's own buffer of ``partial_frame_bytes``; returns the bytes moved."""
+        ``into``, the frame's own buffer (at least ``partial_frame_bytes`` long); returns the bytes moved."""
         size = len(self._buf) - self._pos
         if size > len(into):
             raise LocalProtocolError(f"{size} bytes buffered, more than the frame's {len(into)}")
@@ -278,16 +278,17 @@ class RemotingConnection:
         self._pos = 0
         return size
 
-    def receive_frame(self, data: bytearray) -> Event:
-        """The event of one complete frame received into its own buffer: ``data`` holds exactly that
-        frame, and nothing was buffered before it (``take_partial_frame`` emptied the buffer)."""
+    def receive_frame(self, data: bytearray, size: int) -> Event:
+        """The event of one complete frame received into its own buffer: ``data[:size]`` holds exactly
+        that frame (the buffer may be longer, reused), and nothing was buffered before it
+        (``take_partial_frame`` emptied the buffer). Nothing of ``data`` is kept: it may be reused."""
         self._check_usable()
         if self._state is not ConnectionState.OPEN or self._pos < len(self._buf):
             raise LocalProtocolError("a whole frame received out of order")
         try:
             decoded = frame.decode_frame(data, 0)
-            if decoded is None or decoded[1] != len(data):
-                raise RemoteProtocolError(f"a frame of {len(data)} bytes does not hold exactly one frame")
+            if decoded is None or decoded[1] != size:
+                raise RemoteProtocolError(f"{size} bytes received whole do not hold exactly one frame")
         except RemoteProtocolError:
             self._state = ConnectionState.ERROR
             raise
