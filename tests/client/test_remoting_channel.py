@@ -201,7 +201,7 @@ async def test_responses_arrive_through_the_protocol_callback_without_a_read_tas
     before = asyncio.all_tasks()
     channel = await RemotingChannel.open(f"127.0.0.1:{server.port}")
     try:
-        assert isinstance(channel, asyncio.Protocol)
+        assert isinstance(channel, asyncio.BufferedProtocol)
         assert asyncio.all_tasks() - before == set()
         response = await channel.request(REQUEST, {"n": "1"}, timeout_s=5)
         assert response.code == ResponseCode.SUCCESS
@@ -254,3 +254,91 @@ async def test_a_request_waits_for_a_full_socket_buffer_to_drain_then_is_written
             await task
         await channel.close()
         server.close()
+
+
+class _Sink:
+    """A transport that keeps what is written (the channel driven by hand, without a socket)."""
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.written.append(bytes(data))
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
+def _feed(channel: RemotingChannel, data: bytes, chunk: int) -> list[int]:
+    """Deliver ``data`` as the event loop does (``get_buffer``, at most ``chunk`` bytes read into it,
+    ``buffer_updated``); returns the size of every buffer the channel offered."""
+    offered = []
+    pos = 0
+    while pos < len(data):
+        buffer = channel.get_buffer(-1)
+        offered.append(len(buffer))
+        n = min(len(buffer), chunk, len(data) - pos)
+        buffer[:n] = data[pos : pos + n]
+        pos += n
+        channel.buffer_updated(n)
+    return offered
+
+
+async def test_a_large_answer_is_read_into_its_own_buffer_between_small_ones() -> None:
+    """Once a large frame's prefix is in, the channel offers a buffer of exactly the rest of that
+    frame (read there, not appended to the connection's buffer and copied out); small frames around it
+    go through the read buffer; the next large frames reuse that buffer (a smaller one) or get a
+    larger one; every answer reaches its request whole, in any read sizes."""
+    from txmq.protocol.remoting import frame
+
+    body = bytes(range(251)) * 4200  # ~1 MiB
+    bodies = (b"a", body, b"b", body[:100_000], body + body, body[7:])
+    for chunk in (7, 65_536, 300_000, 2_000_000):
+        channel = RemotingChannel("test:1", None)
+        channel.connection_made(_Sink())  # type: ignore[arg-type]
+        futures = [channel.start_request(REQUEST, {"n": str(i)}) for i in range(len(bodies))]
+        opaques = sorted(channel._futures)
+        answers = [
+            frame.encode(make_response(RemotingCommand(REQUEST, opaque), body=b))
+            for opaque, b in zip(opaques, bodies, strict=True)
+        ]
+        offered = _feed(channel, b"".join(answers), chunk)
+        for future, b in zip(futures, bodies, strict=True):
+            assert (await future).body == b
+        taken = min(chunk, 256 * 1024) if chunk > len(answers[0]) else None
+        if taken is not None:  # the first read held the prefix: the rest of the frame is offered whole
+            assert len(answers[1]) - (taken - len(answers[0])) in offered, (chunk, offered[:4])
+        assert channel.get_buffer(-1).nbytes == 256 * 1024  # back to the read buffer
+        channel._fail("done")
+
+
+async def _large_and_small_answers_over_a_socket() -> None:
+    body = bytes(range(251)) * 12_600  # ~3 MiB, no period of 4 KiB
+
+    async def handle(request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand | None:
+        return make_response(request, ResponseCode.SUCCESS, body=body[: int(request.ext_fields["n"])])
+
+    server = await serve("127.0.0.1", 0, handle)
+    channel = await RemotingChannel.open(f"127.0.0.1:{server.port}")
+    try:
+        sizes = [10, 70_000, len(body), 5, 1 << 20, 65_536, 65_535, 0] * 3
+        futures = [channel.start_request(REQUEST, {"n": str(n)}, timeout_s=30) for n in sizes]
+        for n, future in zip(sizes, futures, strict=True):
+            assert (await future).body == body[:n], n
+        kept = channel._kept  # the large answers were read into a buffer of their own, kept for the next
+        assert kept is not None and len(kept) >= len(body)
+    finally:
+        await channel.close()
+        await server.close()
+
+
+async def test_pipelined_large_and_small_answers_arrive_whole_over_a_socket() -> None:
+    await _large_and_small_answers_over_a_socket()
+
+
+def test_pipelined_large_and_small_answers_arrive_whole_over_uvloop() -> None:
+    uvloop = pytest.importorskip("uvloop")
+    uvloop.run(_large_and_small_answers_over_a_socket())

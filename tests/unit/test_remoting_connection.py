@@ -195,3 +195,62 @@ def test_responses_keep_serialize_type_of_request() -> None:
     response = make_response(binary, 0)
     assert response.serialize_type is binary.serialize_type
     assert frame.decode(frame.encode(response)) == response
+
+
+# ---- a large frame received into its own buffer (partial_frame_bytes / take_partial_frame / receive_frame)
+
+
+@pytest.mark.parametrize("cut", [8, 9, 100, 5000])
+def test_a_frame_taken_into_its_own_buffer_gives_the_event_the_stream_gives(cut: int) -> None:
+    """Frames before it are events at once; the begun frame's size is known from its prefix; what is
+    buffered of it moves to its own buffer, the rest is written there, and the whole frame decodes
+    to the event a byte stream gives (a response matched to its pending request)."""
+    conn = RemotingConnection()
+    request = conn.new_request(RequestCode.PULL_MESSAGE, {"a": "b"})
+    conn.send(request)
+    big = frame.encode(make_response(request, ResponseCode.SUCCESS, body=bytes(range(256)) * 200))
+    conn.receive_data(FRAMES[1][1] + big[:cut])
+    assert drain(conn) == [FRAMES[1][0]]
+    assert conn.partial_frame_bytes() == len(big)
+    own = bytearray(len(big))
+    assert conn.take_partial_frame(own) == cut
+    assert conn.buffered_bytes == 0
+    own[cut:] = big[cut:]
+    event = conn.receive_frame(own, len(own))
+    assert isinstance(event, Response)
+    assert event.command == frame.decode(big)
+    assert event.request_code == RequestCode.PULL_MESSAGE
+    assert conn.pending == {}
+    conn.receive_data(FRAMES[2][1])  # the stream goes on in the connection's buffer
+    assert drain(conn) == _as_peer_events([FRAMES[2][0]])
+
+
+def test_no_partial_frame_without_its_prefix_or_when_complete() -> None:
+    conn = RemotingConnection()
+    assert conn.partial_frame_bytes() == 0
+    conn.receive_data(FRAMES[0][1][:7])  # a prefix is 8 bytes
+    assert conn.partial_frame_bytes() == 0
+    conn.receive_data(FRAMES[0][1][7:])
+    assert conn.partial_frame_bytes() == 0  # complete: next_event takes it
+    assert drain(conn) == _as_peer_events([FRAMES[0][0]])
+
+
+def test_a_frame_received_whole_must_hold_exactly_one_frame() -> None:
+    data = bytearray(FRAMES[0][1] + b"x")
+    conn = RemotingConnection()
+    with pytest.raises(RemoteProtocolError):
+        conn.receive_frame(data, len(data))
+    assert conn.state is ConnectionState.ERROR
+    conn = RemotingConnection()
+    assert conn.receive_frame(data, len(data) - 1) == _as_peer_events([FRAMES[0][0]])[0]  # a longer buffer
+    conn.receive_data(b"\x00")
+    with pytest.raises(LocalProtocolError):
+        conn.receive_frame(bytearray(FRAMES[0][1]), len(FRAMES[0][1]))  # bytes buffered before it
+
+
+def test_a_bad_prefix_is_refused_before_its_frame_is_buffered() -> None:
+    conn = RemotingConnection()
+    conn.receive_data(struct.pack(">iI", 1 << 30, 0))  # what next_event would refuse first
+    with pytest.raises(RemoteProtocolError):
+        conn.partial_frame_bytes()
+    assert conn.state is ConnectionState.ERROR

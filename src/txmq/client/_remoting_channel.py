@@ -35,6 +35,7 @@ from txmq.common import errors
 from txmq.protocol.remoting import (
     NEED_DATA,
     ConnectionClosed,
+    Event,
     RemotingCommand,
     RemotingConnection,
     Response,
@@ -47,6 +48,12 @@ RequestHandler = Callable[["RemotingChannel", RemotingCommand], Awaitable[Remoti
 ConnectHook = Callable[["RemotingChannel"], Awaitable[None]]
 
 _DRAIN_ABOVE_BYTES: Final = 1 << 20
+_READ_BYTES: Final = 256 * 1024  # one socket read of ordinary frames (asyncio's own read size)
+# a frame at least this large is read straight into a buffer of its own (a pull answer of ~1 MiB:
+# one copy from the socket instead of reads appended to the connection's buffer and copied out);
+# that buffer is kept for the next large frame up to this size (no zero-fill, no fresh pages per frame)
+_OWN_BUFFER_BYTES: Final = 64 * 1024
+_OWN_BUFFER_KEPT_MAX: Final = 4 * 1024 * 1024
 _DEADLINE_SLACK: Final = 1024  # answered entries a deadline queue may hold beyond twice those in flight
 
 
@@ -58,11 +65,13 @@ def split_addr(addr: str) -> tuple[str, int]:
     return host, int(port)
 
 
-class RemotingChannel(asyncio.Protocol):
+class RemotingChannel(asyncio.BufferedProtocol):
     """One open connection; create with :meth:`open`.
 
-    The channel is the connection's ``asyncio.Protocol``: bytes go from ``data_received`` straight into
-    the sans-IO connection and its events, with no stream reader, read task or wake-up per read."""
+    The channel is the connection's ``asyncio.BufferedProtocol``: the socket is read into the channel's
+    own read buffer and the bytes go straight into the sans-IO connection and its events, with no
+    stream reader, read task or wake-up per read. A frame of at least ``_OWN_BUFFER_BYTES`` (a pull
+    answer) is read into a buffer of its own size once its prefix is in, and decoded from there."""
 
     def __init__(self, addr: str, on_request: RequestHandler | None) -> None:
         self.addr = addr
@@ -83,6 +92,12 @@ class RemotingChannel(asyncio.Protocol):
         self._lost: asyncio.Future[None] = self._loop.create_future()  # set by connection_lost
         self._paused = False  # the transport's buffer is above its high-water mark
         self._drained: asyncio.Future[None] | None = None  # a writer waiting for resume_writing
+        self._read = memoryview(bytearray(_READ_BYTES))  # where ordinary reads land (then copied)
+        self._frame: bytearray | None = None  # a large frame being read into its own buffer
+        self._frame_view: memoryview | None = None  # its first _frame_size bytes
+        self._frame_size = 0
+        self._frame_filled = 0
+        self._kept: bytearray | None = None  # the last large frame's buffer, for the next one
 
     @classmethod
     async def open(
@@ -102,16 +117,47 @@ class RemotingChannel(asyncio.Protocol):
         self._transport = transport  # type: ignore[assignment]  # a stream transport (uvloop's is not a subclass)
         self._heard_at = self._loop.time()
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        view = self._frame_view
+        if view is not None:
+            return view[self._frame_filled :]
+        return self._read
+
+    def buffer_updated(self, nbytes: int) -> None:
         self._heard_at = self._loop.time()
+        conn = self._conn
         try:
-            self._conn.receive_data(data)
+            if self._frame_view is not None:
+                self._frame_filled += nbytes
+                frame = self._frame
+                if frame is None or self._frame_filled < self._frame_size:
+                    return
+                self._frame = self._frame_view = None
+                self._frame_filled = 0
+                if not self._on_event(conn.receive_frame(frame, self._frame_size)):
+                    self._fail("closed by the peer")
+                return
+            conn.receive_data(self._read[:nbytes])
             if not self._drain_events():
                 self._fail("closed by the peer")
+                return
+            size = conn.partial_frame_bytes()
+            if size >= _OWN_BUFFER_BYTES:
+                frame = self._kept
+                if frame is None or len(frame) < size:
+                    frame = bytearray(size)
+                    self._kept = frame if size <= _OWN_BUFFER_KEPT_MAX else self._kept
+                self._frame_filled = conn.take_partial_frame(frame)
+                self._frame, self._frame_size, self._frame_view = frame, size, memoryview(frame)[:size]
         except errors.ProtocolError as exc:
             self._fail(f"{type(exc).__name__}: {exc}")
 
     def eof_received(self) -> bool:
+        if self._frame is not None:
+            self._fail(
+                f"closed by the peer inside a frame ({self._frame_filled} of {self._frame_size} bytes)"
+            )
+            return False
         try:
             self._conn.receive_data(b"")
             self._drain_events()
@@ -329,21 +375,28 @@ class RemotingChannel(asyncio.Protocol):
             raise errors.ConnectionError_(f"connection to {self.addr} is closed")
 
     def _drain_events(self) -> bool:
+        next_event = self._conn.next_event
         while True:
-            event = self._conn.next_event()
+            event = next_event()
             if event is NEED_DATA:
                 return True
-            if isinstance(event, Response):
-                self.answered = True
-                future = self._futures.pop(event.command.opaque, None)
-                if future is not None and not future.done():
-                    future.set_result(event.command)
-            elif isinstance(event, RemotingCommand):
-                self._dispatch(event)
-            elif isinstance(event, ConnectionClosed):
+            if not self._on_event(event):
                 return False
-            elif isinstance(event, UnmatchedResponse):
-                log.debug("late answer from %s for opaque %d", self.addr, event.command.opaque)
+
+    def _on_event(self, event: Event) -> bool:
+        """Act on one event; False when the connection closed."""
+        if isinstance(event, Response):
+            self.answered = True
+            future = self._futures.pop(event.command.opaque, None)
+            if future is not None and not future.done():
+                future.set_result(event.command)
+        elif isinstance(event, RemotingCommand):
+            self._dispatch(event)
+        elif isinstance(event, ConnectionClosed):
+            return False
+        elif isinstance(event, UnmatchedResponse):
+            log.debug("late answer from %s for opaque %d", self.addr, event.command.opaque)
+        return True
 
     def _dispatch(self, cmd: RemotingCommand) -> None:
         if self._on_request is None:

@@ -207,8 +207,9 @@ class RemotingConnection:
 
     # ------------------------------------------------------------------------------------------ receiving
 
-    def receive_data(self, data: bytes) -> None:
-        """Buffer bytes from the peer; ``b""`` records EOF."""
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        """Buffer bytes from the peer (copied: ``data`` may be the driver's reused read buffer);
+        ``b""`` records EOF."""
         self._check_usable()
         if self._eof or self._state is ConnectionState.CLOSED:
             if data:
@@ -235,12 +236,63 @@ class RemotingConnection:
             return self._no_frame()
         cmd, end = decoded
         self._consume(end)
+        return self._event(cmd)
+
+    def _event(self, cmd: RemotingCommand) -> Event:
         if not cmd.flag & RPC_TYPE:
             return cmd
         code = self._pending.pop(cmd.opaque, None)
         if code is None:
             return UnmatchedResponse(cmd)
         return Response(cmd, code)
+
+    # A driver may receive a large frame straight into a buffer of its own (one socket read into its
+    # place, instead of reads appended to this buffer and the frame copied out of it): once
+    # ``next_event`` says NEED_DATA, ``partial_frame_bytes`` gives the size of the frame begun,
+    # ``take_partial_frame`` moves what is buffered of it into the frame's buffer, and the complete
+    # frame goes to ``receive_frame``.
+
+    def partial_frame_bytes(self) -> int:
+        """The whole size (prefix included) of the incomplete frame at the head of the buffer, or 0
+        when fewer than its prefix's bytes are buffered (or nothing, or the connection is not open)."""
+        if self._state is not ConnectionState.OPEN or self._eof:
+            return 0
+        try:
+            bounds = frame.frame_bounds(self._buf, self._pos)
+        except RemoteProtocolError:
+            self._state = ConnectionState.ERROR
+            raise
+        if bounds is None or bounds[1] <= len(self._buf):
+            return 0
+        return bounds[1] - self._pos
+
+    def take_partial_frame(self, into: bytearray) -> int:
+        """Move the buffered start of the incomplete frame (everything buffered) to the start of
+        ``into``, the frame's own buffer (at least ``partial_frame_bytes`` long); returns the bytes moved."""
+        size = len(self._buf) - self._pos
+        if size > len(into):
+            raise LocalProtocolError(f"{size} bytes buffered, more than the frame's {len(into)}")
+        with memoryview(self._buf) as view:
+            into[:size] = view[self._pos :]
+        self._buf.clear()
+        self._pos = 0
+        return size
+
+    def receive_frame(self, data: bytearray, size: int) -> Event:
+        """The event of one complete frame received into its own buffer: ``data[:size]`` holds exactly
+        that frame (the buffer may be longer, reused), and nothing was buffered before it
+        (``take_partial_frame`` emptied the buffer). Nothing of ``data`` is kept: it may be reused."""
+        self._check_usable()
+        if self._state is not ConnectionState.OPEN or self._pos < len(self._buf):
+            raise LocalProtocolError("a whole frame received out of order")
+        try:
+            decoded = frame.decode_frame(data, 0)
+            if decoded is None or decoded[1] != size:
+                raise RemoteProtocolError(f"{size} bytes received whole do not hold exactly one frame")
+        except RemoteProtocolError:
+            self._state = ConnectionState.ERROR
+            raise
+        return self._event(decoded[0])
 
     def _no_frame(self) -> NeedData | ConnectionClosed:
         if not self._eof and self._state is ConnectionState.OPEN:
