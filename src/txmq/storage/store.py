@@ -303,10 +303,36 @@ class MessageStore:
         when the whole batch is durable per the flush mode (``shared``: as for :meth:`put_nowait`)."""
         if not reqs:
             raise InvalidArgument("a batch needs at least one message")
-        batch = [_validate(r) for r in reqs]
-        if len(reqs) > limits.batch_count_max:
-            raise PayloadTooLarge("batch message count", len(reqs), limits.batch_count_max)
-        body_bytes = sum(len(r.body) for r in reqs)
+        return self._put_checked([_validate(r) for r in reqs], shared)
+
+    def put_fields_nowait(
+        self, batch: Sequence[tuple[str, codec.RecordFields]], shared: bool = False
+    ) -> tuple[list[AppendResult], Awaitable[None]]:
+        """:meth:`put_batch_nowait` for records whose fields the writer built itself, as ``(topic,
+        fields)`` (the transaction service's decision: its two records need no :class:`PutRequest`
+        each): the same checks (:func:`_check_fields`, as :meth:`put_records_columns`), one write."""
+        if not batch:
+            raise InvalidArgument("a batch needs at least one message")
+        for topic, fields in batch:
+            _check_fields(topic, fields)
+        return self._put_checked(batch, shared)
+
+    @staticmethod
+    def fields_of(req: PutRequest) -> tuple[str, codec.RecordFields]:
+        """A request's ``(topic, fields)`` for :meth:`put_fields_nowait`, checked as an append checks it."""
+        return _validate(req)
+
+    @staticmethod
+    def check_fields(topic: str, fields: codec.RecordFields) -> None:
+        """Raise what an append of ``fields`` would raise for them (nothing if they may be stored)."""
+        _check_fields(topic, fields)
+
+    def _put_checked(
+        self, batch: Sequence[tuple[str, codec.RecordFields]], shared: bool
+    ) -> tuple[list[AppendResult], Awaitable[None]]:
+        if len(batch) > limits.batch_count_max:
+            raise PayloadTooLarge("batch message count", len(batch), limits.batch_count_max)
+        body_bytes = sum(len(f.body) for _, f in batch)
         if body_bytes > limits.batch_bytes_max:
             raise PayloadTooLarge("batch", body_bytes, limits.batch_bytes_max)
         if self._closed:

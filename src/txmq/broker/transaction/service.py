@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from txmq.broker.records import keys_of, split_host, to_view
-from txmq.broker.reput import to_real_topic
+from txmq.broker.reput import committed_fields, to_real_topic
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
-from txmq.common.message import MessageView, SysFlag
-from txmq.storage.api import AppendResult, PutRequest, StoredRecord
+from txmq.common.message import MessageView
+from txmq.storage.api import AppendResult, PutRequest, RecordFields, StoredRecord
 
 from .decide import ActionKind, CheckPolicy, HalfView, decide, immunity_ms_from_property, next_due_ms
 from .history import EventKind, TxnEvent, TxnRecord, fold, step
@@ -60,6 +60,9 @@ _CURSOR_UNITS = 512
 _SAVE_EVERY_MS = 1_000
 _NEW = TxnRecord()  # frozen: one shared "nothing happened yet"
 _SEP, _END = props.NAME_VALUE_SEPARATOR, props.PROPERTY_SEPARATOR
+_OP_TOPIC_BYTES = names.OP_HALF_TOPIC.encode()
+_OP_TAGS = f"{props.TAGS}{_SEP}d{_END}"
+_new_tuple = tuple.__new__
 
 
 _RESOLVED_MAX: Final = 65_536  # recently resolved halves remembered (far more than the index can lag)
@@ -398,23 +401,25 @@ class TransactionService:
             )
         elif outcome.late:
             event = dataclasses.replace(event, detail="late decision on a discarded message")
-        requests: list[PutRequest] = []
+        op = self._op_record(half_offset, event)
         if error is None and event.kind is EventKind.DECISION and decision is Decision.COMMIT:
-            requests.append(self._committed_request(half, decoded, now))
-        requests.append(self._op_request(half_offset, event))
-        appended, durable = self._store.put_batch_nowait(requests, shared)
+            records = [self._committed_record(half, decoded, now), op]
+        else:
+            records = [op]
+        appended, durable = self._store.put_fields_nowait(records, shared)
         return _Pending(durable, half_offset, event, appended[-1].queue_offset, error)
 
-    def _committed_request(self, half: StoredRecord, decoded: dict[str, str], now_ms: int) -> PutRequest:
+    def _committed_record(
+        self, half: StoredRecord, decoded: dict[str, str], now_ms: int
+    ) -> tuple[str, RecordFields]:
         """The real message; a delayed transactional message is delayed from the commit, not the send."""
         deliver = decoded.get(props.TIMER_DELIVER_MS)
         if (deliver and deliver.isdecimal()) or decoded.get(props.DELAY):
-            return self._broker.sender.delayed_from_commit(half, decoded, now_ms)
+            return self._store.fields_of(self._broker.sender.delayed_from_commit(half, decoded, now_ms))
         # the committed message names its transaction, so consumers (the Spark source's transaction_id)
-        # can tell which transaction published it
-        txid = {props.TRANSACTION_ID: self.transaction_id_of(half.physical_offset)}
-        keys = keys_of(decoded)  # KEYS and UNIQ_KEY travel unchanged: the dispatcher decodes nothing
-        return to_real_topic(half, decoded, sys_flag=SysFlag.TRANSACTION_COMMIT, extra=txid, index_keys=keys)
+        # can tell which transaction published it; KEYS and UNIQ_KEY travel unchanged (index_keys: the
+        # dispatcher decodes nothing)
+        return committed_fields(half, decoded, self.transaction_id_of(half.physical_offset), keys_of(decoded))
 
     def _state_of(self, half_offset: int, queue_offset: int | None = None) -> TxnState:
         """The state of the half message at ``half_offset`` (``queue_offset``: its half-queue offset,
@@ -444,22 +449,30 @@ class TransactionService:
         return events
 
     def _op_request(self, half_offset: int, event: TxnEvent) -> PutRequest:
-        # props.encode({KEYS: op_key(o), _HALF_PROPERTY: str(o), TAGS: "d"}), written out: digits only
-        properties = (
-            f"{props.KEYS}{_SEP}{op_key(half_offset)}{_END}{_HALF_PROPERTY}{_SEP}{half_offset}{_END}"
-            f"{props.TAGS}{_SEP}d{_END}"
-        )
+        topic, fields = self._op_record(half_offset, event)
         return PutRequest(
-            topic=names.OP_HALF_TOPIC,
-            queue_id=0,
-            body=event.encode(),
-            properties=properties.encode(),
-            born_timestamp_ms=event.at_ms,
-            index_keys=(op_key(half_offset),),  # what records.index_keys finds in these properties
-        )
+            topic=topic, queue_id=0, body=fields.body, properties=fields.properties,
+            born_timestamp_ms=event.at_ms, index_keys=fields.index_keys,
+        )  # fmt: skip
+
+    def _op_record(self, half_offset: int, event: TxnEvent) -> tuple[str, RecordFields]:
+        """The op record of ``event`` as ``(topic, record fields)`` for ``put_fields_nowait`` (no
+        :class:`PutRequest`; :meth:`_op_request` is the same record as a request)."""
+        key = op_key(half_offset)
+        # props.encode({KEYS: key, _HALF_PROPERTY: str(o), TAGS: "d"}), written out: digits only
+        properties = f"{props.KEYS}{_SEP}{key}{_END}{_HALF_PROPERTY}{_SEP}{half_offset}{_END}{_OP_TAGS}"
+        fields: RecordFields = _new_tuple(
+            RecordFields,
+            (
+                _OP_TOPIC_BYTES, 0, event.encode(), properties.encode(), 0, 0, 0, event.at_ms, b"", 0, 0,
+                (key,),  # index_keys: what records.index_keys finds in these properties
+            ),
+        )  # fmt: skip
+        return names.OP_HALF_TOPIC, fields
 
     async def _append_events(self, half_offset: int, events: Sequence[TxnEvent]) -> None:
-        appended = await self._store.put_batch([self._op_request(half_offset, e) for e in events])
+        appended, durable = self._store.put_fields_nowait([self._op_record(half_offset, e) for e in events])
+        await durable
         for event, result in zip(events, appended, strict=True):
             self._apply(half_offset, event, result.queue_offset)
 
