@@ -285,6 +285,17 @@ class MessageStore:
         result = self._log.append_one(topic, fields)
         return result, self._durable(result.physical_offset + result.size, shared)
 
+    def put_record_nowait(
+        self, topic: str, fields: codec.RecordFields, shared: bool = False
+    ) -> tuple[AppendResult, Awaitable[None]]:
+        """:meth:`put_nowait` for a record whose fields the writer built itself (a half message):
+        the same checks (:func:`_check_fields`), without a :class:`PutRequest`."""
+        _check_fields(topic, fields)
+        if self._closed:
+            raise StorageError("the store is closed")
+        result = self._log.append_one(topic, fields)
+        return result, self._durable(result.physical_offset + result.size, shared)
+
     async def put(self, req: PutRequest) -> AppendResult:
         result, durable = self.put_nowait(req)
         await durable
@@ -795,10 +806,14 @@ _VALID_TOPICS_MAX = 100_000
 def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:
     """Reject bad input with a specific error before anything is written."""
     _check_topic(req.topic)
-    fields = codec.RecordFields(
-        req.topic.encode(), req.queue_id, req.body, req.properties, req.tags_code, req.flag, req.sys_flag,
-        req.born_timestamp_ms, req.born_host.encode(), req.reconsume_times, req.prepared_transaction_offset,
-        req.index_keys,
+    # tuple.__new__: a NamedTuple's own __new__ is interpreted Python
+    fields: codec.RecordFields = _new_tuple(
+        codec.RecordFields,
+        (
+            req.topic.encode(), req.queue_id, req.body, req.properties, req.tags_code, req.flag,
+            req.sys_flag, req.born_timestamp_ms, req.born_host.encode(), req.reconsume_times,
+            req.prepared_transaction_offset, req.index_keys,
+        ),
     )  # fmt: skip
     _check_fields(req.topic, fields)
     return req.topic, fields

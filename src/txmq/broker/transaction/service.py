@@ -61,6 +61,7 @@ _SAVE_EVERY_MS = 1_000
 _NEW = TxnRecord()  # frozen: one shared "nothing happened yet"
 _SEP, _END = props.NAME_VALUE_SEPARATOR, props.PROPERTY_SEPARATOR
 _OP_TOPIC_BYTES = names.OP_HALF_TOPIC.encode()
+_HALF_TOPIC_BYTES = names.HALF_TOPIC.encode()
 _OP_TAGS = f"{props.TAGS}{_SEP}d{_END}"
 _new_tuple = tuple.__new__
 
@@ -163,13 +164,13 @@ class TransactionService:
             raise errors.InvalidTransactionId(f"{transaction_id!r} is not a txmq transaction id")
         return parsed[2]
 
-    def half_stored(self, request: PutRequest, properties: dict[str, str], appended: AppendResult) -> None:
+    def half_stored(self, fields: RecordFields, properties: dict[str, str], appended: AppendResult) -> None:
         """Keep a half message the send path just stored (its write succeeded, so nothing rolls it
         back): the record :meth:`MessageStore.read` would return at ``appended.physical_offset``, and
-        ``properties``, what ``request.properties`` encodes. At most ``limits.transaction_half_cache_max``
+        ``properties``, what ``fields.properties`` encodes. At most ``limits.transaction_half_cache_max``
         halves and ``_bytes_max`` bytes (``_halves_max``, ``_halves_bytes_max``)."""
-        size = len(request.body) + len(request.properties)
-        if request.topic != names.HALF_TOPIC or size > self._halves_bytes_max:
+        size = len(fields.body) + len(fields.properties)
+        if fields.topic != _HALF_TOPIC_BYTES or size > self._halves_bytes_max:
             return
         halves = self._halves
         while halves and (
@@ -179,10 +180,10 @@ class TransactionService:
             self._halves_bytes -= len(old.body) + len(old.properties)
         self._halves_bytes += size
         record = StoredRecord(
-            appended.physical_offset, appended.size, request.topic, request.queue_id,
-            appended.queue_offset, request.body, request.properties, request.tags_code, request.flag,
-            request.sys_flag, request.born_timestamp_ms, request.born_host, appended.store_timestamp_ms,
-            self._store_host, request.reconsume_times, request.prepared_transaction_offset,
+            appended.physical_offset, appended.size, names.HALF_TOPIC, fields.queue_id,
+            appended.queue_offset, fields.body, fields.properties, fields.tags_code, fields.flag,
+            fields.sys_flag, fields.born_timestamp_ms, fields.born_host.decode(), appended.store_timestamp_ms,
+            self._store_host, fields.reconsume_times, fields.prepared_transaction_offset,
         )  # fmt: skip
         halves[appended.physical_offset] = (record, properties)
 
@@ -407,7 +408,11 @@ class TransactionService:
         else:
             records = [op]
         appended, durable = self._store.put_fields_nowait(records, shared)
-        return _Pending(durable, half_offset, event, appended[-1].queue_offset, error)
+        # tuple.__new__: a NamedTuple's own __new__ is interpreted Python
+        pending: _Pending = _new_tuple(
+            _Pending, (durable, half_offset, event, appended[-1].queue_offset, error)
+        )
+        return pending
 
     def _committed_record(
         self, half: StoredRecord, decoded: dict[str, str], now_ms: int

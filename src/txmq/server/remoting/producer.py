@@ -19,7 +19,7 @@ from txmq.protocol.remoting.codes import (
 )
 from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.protocol.remoting.compression import COMPRESSED_FLAG, inflate
-from txmq.protocol.remoting.frame import encode_send_response
+from txmq.protocol.remoting.frame import encode_send_response, encode_success_response
 from txmq.protocol.remoting.headers import EndTransactionRequestHeader, send_response_fields
 from txmq.protocol.remoting.message_codec import decode_batch_entries
 from txmq.protocol.remoting.send_header import SendFields, parse_send_fields
@@ -227,6 +227,8 @@ def end_fields(ext: dict[str, str]) -> EndFields | None:
     return fields
 
 
+_NO_ANSWER = b""  # what a oneway request's answer callback returns (RemotingEndpoint._answer drops it)
+
 _DECISIONS: dict[int, bool | None] = {
     TRANSACTION_COMMIT_TYPE: True,
     TRANSACTION_ROLLBACK_TYPE: False,
@@ -279,7 +281,8 @@ def end_transaction(
             return response if response is not None else make_response(request, ResponseCode.SUCCESS)
         except Exception as failure:  # noqa: BLE001 - mapped to a response code in one place
             return error_response(request, failure)
-        return make_response(request, ResponseCode.SUCCESS)
+        # a oneway END (4.x clients, txmq's SDK) is never answered: the transport drops what this returns
+        return _NO_ANSWER if request.is_oneway else encode_success_response(request)
 
     deferred: Deferred = _new_tuple(Deferred, (durable, answer))
     return deferred
