@@ -10,6 +10,7 @@ made of ``to_real_topic(...)`` before, byte for byte; and a commit through the b
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from txmq.broker.send import SendContext
 from txmq.common import errors, limits, names
 from txmq.common import properties as props
 from txmq.common.message import Message, SysFlag
-from txmq.storage.api import FlushMode, RecordFields, StoredRecord
+from txmq.storage.api import FlushMode, RecordFields, StoredRecord, StoredTuple
 from txmq.storage.store import MessageStore
 
 _NAMES = st.sampled_from(
@@ -61,7 +62,7 @@ def _assert_as_before(half: StoredRecord, decoded: dict[str, str], txid: str) ->
         before: tuple[str, RecordFields] | type[Exception] = _before(half, decoded, txid)
     except errors.TxmqError as exc:
         before = type(exc)
-    now = committed_fields(half, decoded, txid, keys_of(decoded))
+    now = committed_fields(StoredTuple.of(half), decoded, txid, keys_of(decoded))
     if isinstance(before, tuple):
         assert now == before
         MessageStore.check_fields(*now)
@@ -71,9 +72,23 @@ def _assert_as_before(half: StoredRecord, decoded: dict[str, str], txid: str) ->
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
-@given(pairs=st.lists(st.tuples(_NAMES, _VALUES), max_size=12), txid=_TXIDS)
-def test_spliced_from_canonical_properties_as_to_real_topic(pairs: list[tuple[str, str]], txid: str) -> None:
+@given(
+    pairs=st.lists(st.tuples(_NAMES, _VALUES), max_size=12),
+    txid=_TXIDS,
+    routing_last=st.sampled_from([None, ("Pay", "3", "true"), ("T\u4e2d", "0", "")]),
+)
+def test_spliced_from_canonical_properties_as_to_real_topic(
+    pairs: list[tuple[str, str]], txid: str, routing_last: tuple[str, str, str] | None
+) -> None:
+    """``routing_last``: the half's routing pairs moved last, in the send path's order (the tail
+    ``spliced_properties`` cuts in one piece when neither a delay nor a transaction id is there)."""
     decoded = dict(pairs)
+    if routing_last is not None:
+        for name, value in zip(
+            (props.REAL_TOPIC, props.REAL_QUEUE_ID, props.TRAN_MSG), routing_last, strict=True
+        ):
+            decoded.pop(name, None)
+            decoded[name] = value
     data = props.encode(decoded)
     half = _half(data, decoded)
     assert spliced_properties(data, decoded, txid) is not None  # the splice, not the dict way
@@ -141,3 +156,10 @@ async def test_a_commit_stores_the_message_to_real_topic_made(tmp_path: Path) ->
             assert record.tags_code == fields.tags_code
     finally:
         await broker.close()
+
+
+def test_a_stored_tuple_has_the_stored_records_fields_in_order() -> None:
+    """``StoredRecord(*t)`` (a kept half handed to the delayed commit) relies on it."""
+    assert StoredTuple._fields == tuple(f.name for f in dataclasses.fields(StoredRecord))
+    half = _half(b"a\x01b\x02", {"a": "b"})
+    assert StoredRecord(*StoredTuple.of(half)) == half

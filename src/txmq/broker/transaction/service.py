@@ -41,7 +41,7 @@ from txmq.broker.reput import committed_fields, to_real_topic
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.message import MessageView
-from txmq.storage.api import AppendResult, PutRequest, RecordFields, StoredRecord
+from txmq.storage.api import AppendResult, PutRequest, RecordFields, StoredRecord, StoredTuple
 
 from .decide import ActionKind, CheckPolicy, HalfView, decide, immunity_ms_from_property, next_due_ms
 from .history import EventKind, TxnEvent, TxnRecord, fold, step
@@ -141,7 +141,7 @@ class TransactionService:
         self._deciding: dict[int, _DecisionTurn] = {}  # one decision at a time per half message
         # halves just stored, by offset, as the log holds them (with their properties), until their
         # END_TRANSACTION takes them: the decision then reads nothing back (bounded, oldest out first)
-        self._halves: OrderedDict[int, tuple[StoredRecord, dict[str, str]]] = OrderedDict()
+        self._halves: OrderedDict[int, tuple[StoredTuple, dict[str, str]]] = OrderedDict()
         self._halves_bytes = 0  # their bodies and properties
         # their bounds, read once (compiled code inlines limits' Final values: tests change these)
         self._halves_max = limits.transaction_half_cache_max
@@ -179,11 +179,16 @@ class TransactionService:
             old, _ = halves.popitem(last=False)[1]
             self._halves_bytes -= len(old.body) + len(old.properties)
         self._halves_bytes += size
-        record = StoredRecord(
-            appended.physical_offset, appended.size, names.HALF_TOPIC, fields.queue_id,
-            appended.queue_offset, fields.body, fields.properties, fields.tags_code, fields.flag,
-            fields.sys_flag, fields.born_timestamp_ms, fields.born_host.decode(), appended.store_timestamp_ms,
-            self._store_host, fields.reconsume_times, fields.prepared_transaction_offset,
+        # tuple.__new__: no interpreted __init__ (a StoredRecord's, a NamedTuple's __new__) per half
+        record: StoredTuple = _new_tuple(
+            StoredTuple,
+            (
+                appended.physical_offset, appended.size, names.HALF_TOPIC, fields.queue_id,
+                appended.queue_offset, fields.body, fields.properties, fields.tags_code, fields.flag,
+                fields.sys_flag, fields.born_timestamp_ms, fields.born_host.decode(),
+                appended.store_timestamp_ms, self._store_host, fields.reconsume_times,
+                fields.prepared_transaction_offset,
+            ),
         )  # fmt: skip
         halves[appended.physical_offset] = (record, properties)
 
@@ -223,6 +228,7 @@ class TransactionService:
         commit: bool | None,
         from_check: bool,
         client_id: str = "",
+        half_offset: int = -1,
     ) -> tuple[Awaitable[None], EndFinish] | Coroutine[Any, Any, None] | None:
         """:meth:`end` for a caller on the event loop that can wait for a future without a task (the
         remoting door). When no other decision on the half holds its turn, it decides and appends
@@ -230,8 +236,9 @@ class TransactionService:
         callbacks to it, never await it: it may be the write group's one future, shared with other
         appends) and the function to call then (``EndFinish``), or None if the decision records
         nothing (a duplicate); else the coroutine of :meth:`end`, which waits its turn. Raises what
-        :meth:`end` raises before anything is appended."""
-        half_offset, half, decoded = self._take_half(topic, message_id, transaction_id)
+        :meth:`end` raises before anything is appended. ``half_offset``: the offset ``transaction_id``
+        names, when the caller parsed it already (else -1: parsed here)."""
+        half_offset, half, decoded = self._take_half(topic, message_id, transaction_id, half_offset)
         if half_offset in self._deciding:
             return self._end_in_turn(
                 half_offset, half, decoded, transaction_id, commit, from_check, client_id, False
@@ -258,14 +265,15 @@ class TransactionService:
             self._pass_turn(pending.half_offset, turn)
 
     def _take_half(
-        self, topic: str, message_id: str, transaction_id: str
-    ) -> tuple[int, StoredRecord, dict[str, str]]:
+        self, topic: str, message_id: str, transaction_id: str, half_offset: int = -1
+    ) -> tuple[int, StoredTuple, dict[str, str]]:
         """The half message a decision names (kept from its send, else read back), checked against the
-        decision's message id and topic."""
-        half_offset = self._half_offset(transaction_id)
+        decision's message id and topic (``half_offset``: as for :meth:`end_nowait`)."""
+        if half_offset < 0:
+            half_offset = self._half_offset(transaction_id)
         kept = self._halves.pop(half_offset, None)
         if kept is None:
-            half = self._read_half(half_offset)
+            half = StoredTuple.of(self._read_half(half_offset))
             decoded = props.decode(half.properties)
         else:
             half, decoded = kept
@@ -284,7 +292,7 @@ class TransactionService:
     async def _end_in_turn(
         self,
         half_offset: int,
-        half: StoredRecord,
+        half: StoredTuple,
         decoded: dict[str, str],
         transaction_id: str,
         commit: bool | None,
@@ -331,7 +339,7 @@ class TransactionService:
     async def _decide(
         self,
         half_offset: int,
-        half: StoredRecord,
+        half: StoredTuple,
         decoded: dict[str, str],
         transaction_id: str,
         commit: bool | None,
@@ -355,7 +363,7 @@ class TransactionService:
     def _decision(
         self,
         half_offset: int,
-        half: StoredRecord,
+        half: StoredTuple,
         decoded: dict[str, str],
         transaction_id: str,
         commit: bool | None,
@@ -415,12 +423,13 @@ class TransactionService:
         return pending
 
     def _committed_record(
-        self, half: StoredRecord, decoded: dict[str, str], now_ms: int
+        self, half: StoredTuple, decoded: dict[str, str], now_ms: int
     ) -> tuple[str, RecordFields]:
         """The real message; a delayed transactional message is delayed from the commit, not the send."""
         deliver = decoded.get(props.TIMER_DELIVER_MS)
         if (deliver and deliver.isdecimal()) or decoded.get(props.DELAY):
-            return self._store.fields_of(self._broker.sender.delayed_from_commit(half, decoded, now_ms))
+            delayed = self._broker.sender.delayed_from_commit(StoredRecord(*half), decoded, now_ms)
+            return self._store.fields_of(delayed)
         # the committed message names its transaction, so consumers (the Spark source's transaction_id)
         # can tell which transaction published it; KEYS and UNIQ_KEY travel unchanged (index_keys: the
         # dispatcher decodes nothing)

@@ -257,13 +257,17 @@ def end_transaction(
         raise errors.InvalidArgument(f"commitOrRollback {fields.commit_or_rollback} is not 0, 8 or 12")
     decision = _DECISIONS[fields.commit_or_rollback]
     transaction_id = fields.transaction_id
-    if msgid.parse_offset_message_id(transaction_id) is None:
+    parsed = msgid.parse_offset_message_id(transaction_id)
+    half_offset = -1  # the service parses the id it builds below
+    if parsed is None:
         # the Java client sends its own id here; the half message's commit-log offset is authoritative
         transaction_id = ctx.broker.transactions.transaction_id_of(fields.commit_log_offset)
+    else:
+        half_offset = parsed[2]  # what the service would parse out of transaction_id again
     try:
         started = ctx.broker.end_transaction_nowait(
             topic=fields.topic, message_id=fields.msg_id, transaction_id=transaction_id,
-            commit=decision, from_check=fields.from_check, client_id=endpoint.peer,
+            commit=decision, from_check=fields.from_check, client_id=endpoint.peer, half_offset=half_offset,
         )  # fmt: skip
     except errors.TxmqError as exc:
         return _end_failed(request, endpoint, transaction_id, exc)
