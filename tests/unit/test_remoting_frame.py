@@ -158,3 +158,22 @@ def test_encode_send_response_is_the_general_encoding(
     fields = send_response_fields(msg_id, queue_id, queue_offset, transaction_id)
     expected = frame.encode(make_response(request, ResponseCode.SUCCESS, ext_fields=fields))
     assert frame.encode_send_response(request, msg_id, queue_id, queue_offset, transaction_id) == expected
+
+
+@given(
+    opaque=st.integers(-(2**31), 2**31 - 1),
+    version=st.integers(-(2**15), 2**15 - 1),
+    serialize=st.sampled_from(list(SerializeType)),
+    language=st.sampled_from(list(LanguageCode)),
+    oneway=st.booleans(),
+)
+def test_encode_success_response_is_the_general_encoding(
+    opaque: int, version: int, serialize: SerializeType, language: LanguageCode, oneway: bool
+) -> None:
+    """END_TRANSACTION's answer: no remark, no fields, no body; the language is the broker's."""
+    request = make_request(
+        RequestCode.END_TRANSACTION, opaque, {"commitOrRollback": "8"}, version=version,
+        serialize_type=serialize, language=language, oneway=oneway,
+    )  # fmt: skip
+    expected = frame.encode(make_response(request, ResponseCode.SUCCESS))
+    assert frame.encode_success_response(request) == expected

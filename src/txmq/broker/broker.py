@@ -305,6 +305,7 @@ class Broker:
         commit: bool | None,
         from_check: bool,
         client_id: str = "",
+        half_offset: int = -1,
     ) -> tuple[Awaitable[None], EndFinish] | Coroutine[Any, Any, None] | None:
         """:meth:`end_transaction` started from the event loop without a task (the remoting door):
         see :meth:`TransactionService.end_nowait`."""
@@ -315,6 +316,7 @@ class Broker:
             commit=commit,
             from_check=from_check,
             client_id=client_id,
+            half_offset=half_offset,
         )
 
     async def recall(self, topic: str, recall_handle: str) -> str:

@@ -7,18 +7,34 @@ timestamp stays: consumers see when a delayed message was due.
 
 from __future__ import annotations
 
+from typing import Final
+
 from txmq.broker.filtering import tag_hash
+from txmq.common import limits
 from txmq.common import properties as props
 from txmq.common.message import SysFlag
-from txmq.storage.api import PutRequest, StoredRecord
+from txmq.storage.api import PutRequest, RecordFields, StoredRecord, StoredTuple
 
 _ROUTING_KEYS = (props.REAL_TOPIC, props.REAL_QUEUE_ID, props.DELAY, props.TRAN_MSG)
+_SEP, _END = props.NAME_VALUE_SEPARATOR.encode(), props.PROPERTY_SEPARATOR.encode()
+# b"\x02NAME\x01": where a pair starts in b"\x02" + canonical properties (nothing else can match)
+_ROUTING_MARKERS = tuple((key, _END + key.encode() + _SEP) for key in _ROUTING_KEYS)
+_TXID_MARKER = _END + props.TRANSACTION_ID.encode() + _SEP
+_TXID_PAIR = props.TRANSACTION_ID.encode() + _SEP
+# the routing pairs a half's properties end with (SendService._half_properties), around their values
+_HALF_TAIL: Final = (f"{props.REAL_TOPIC}\x01", f"\x02{props.REAL_QUEUE_ID}\x01", f"\x02{props.TRAN_MSG}\x01")
+# to_real_topic's sys_flag for a commit (the flag's commit bits are cleared; the offset stays)
+_COMMITTED_SYS_FLAG = int(SysFlag.TRANSACTION_COMMIT & ~SysFlag.TRANSACTION_ROLLBACK)
+_new_tuple = tuple.__new__
 
 
 def real_destination(decoded: dict[str, str], record: StoredRecord) -> tuple[str, int]:
-    topic = decoded.get(props.REAL_TOPIC) or record.topic
+    return _destination(decoded, record.topic, record.queue_id)
+
+
+def _destination(decoded: dict[str, str], topic: str, queue_id: int) -> tuple[str, int]:
     queue = decoded.get(props.REAL_QUEUE_ID, "")
-    return topic, int(queue) if queue.lstrip("-").isdecimal() else record.queue_id
+    return decoded.get(props.REAL_TOPIC) or topic, int(queue) if queue.lstrip("-").isdecimal() else queue_id
 
 
 def to_real_topic(
@@ -53,3 +69,73 @@ def to_real_topic(
         prepared_transaction_offset=record.physical_offset if sys_flag else 0,
         index_keys=index_keys,
     )
+
+
+def committed_fields(
+    half: StoredTuple, decoded: dict[str, str], transaction_id: str, index_keys: tuple[str, ...]
+) -> tuple[str, RecordFields]:
+    """The committed message of a half (not delayed) as the store's record fields: what
+    ``to_real_topic(half, decoded, sys_flag=TRANSACTION_COMMIT, extra={TRANSACTION_ID: transaction_id},
+    index_keys=index_keys)`` gives once validated, without the property dict's copy and re-encoding
+    when the half's stored properties are canonical (:func:`spliced_properties`)."""
+    topic, queue_id = _destination(decoded, half.topic, half.queue_id)
+    properties = spliced_properties(half.properties, decoded, transaction_id)
+    if properties is None:
+        copied = dict(decoded)
+        for key in _ROUTING_KEYS:
+            copied.pop(key, None)
+        copied[props.TRANSACTION_ID] = transaction_id
+        properties = props.encode(copied)
+    fields: RecordFields = _new_tuple(
+        RecordFields,
+        (
+            topic.encode(), queue_id, half.body, properties, tag_hash(decoded.get(props.TAGS)), half.flag,
+            _COMMITTED_SYS_FLAG, half.born_timestamp_ms, half.born_host.encode(), half.reconsume_times,
+            half.physical_offset, index_keys,
+        ),
+    )  # fmt: skip
+    return topic, fields
+
+
+def spliced_properties(data: bytes, decoded: dict[str, str], transaction_id: str) -> bytes | None:
+    """``props.encode`` of ``decoded`` without the routing keys and with ``TRANSACTION_ID`` set to
+    ``transaction_id``, cut and spliced from ``data`` (the stored properties ``decoded`` came from), or
+    None when ``data`` is not what ``props.encode(decoded)`` gives (then only the dict way is exact).
+
+    ``data`` is that encoding iff it ends with a pair's end, holds one name/value separator per pair,
+    and its pairs are as many as ``decoded``'s keys, none empty: every pair then is ``name\x01value\x02``
+    with a distinct, non-empty name, in ``decoded``'s order (and below the property count limit, so the
+    pair added cannot be the one over it: ``props.encode`` would refuse it). A pair is found by
+    ``\x02name\x01`` in ``\x02 + data`` (values hold no separator): dropping it keeps the others'
+    order, and setting an existing name's value keeps its place, as ``dict.pop`` and ``dict.update`` do."""
+    count = data.count(_END)
+    if (
+        count != len(decoded)
+        or count >= limits.property_count_max
+        or data.count(_SEP) != count
+        or (count and data[-1] != 2)
+        or "" in decoded
+    ):
+        return None
+    value = transaction_id.encode()
+    if props.DELAY not in decoded and props.TRANSACTION_ID not in decoded:
+        # a half as the send path stores it: its routing pairs last, in this order (one comparison)
+        topic = decoded.get(props.REAL_TOPIC)
+        queue = decoded.get(props.REAL_QUEUE_ID)
+        flag = decoded.get(props.TRAN_MSG)
+        if topic is not None and queue is not None and flag is not None:
+            tail = f"{_HALF_TAIL[0]}{topic}{_HALF_TAIL[1]}{queue}{_HALF_TAIL[2]}{flag}\x02".encode()
+            size = len(data) - len(tail)
+            if size >= 0 and (size == 0 or data[size - 1] == 2) and data.endswith(tail):
+                return data[:size] + _TXID_PAIR + value + _END
+    text = _END + data
+    for key, marker in _ROUTING_MARKERS:
+        if key in decoded:
+            at = text.find(marker)
+            text = text[:at] + text[text.index(_END, at + 1) :]
+    if props.TRANSACTION_ID in decoded:
+        at = text.find(_TXID_MARKER) + len(_TXID_MARKER)
+        text = text[:at] + value + text[text.index(_END, at) :]
+    else:
+        text += _TXID_PAIR + value + _END
+    return text[1:]

@@ -126,12 +126,16 @@ class LaneAppend(NamedTuple):
     durable: Awaitable[None]
 
 
+_HALF_TOPIC_BYTES = names.HALF_TOPIC.encode()
+_PREPARED = int(SysFlag.TRANSACTION_PREPARED)
+
+
 class HalfAppend(NamedTuple):
     """What :meth:`SendService.half_append` appended; answer it once ``durable`` completes."""
 
     message: Message
     topic: TopicConfig
-    request: PutRequest
+    fields: RecordFields  # the half's record, in RMQ_SYS_TRANS_HALF_TOPIC
     properties: dict[str, str]
     appended: AppendResult
     durable: Awaitable[None]
@@ -165,7 +169,7 @@ class SendService:
         self._lane_queues: dict[tuple[str, int], MessageQueue] = {}
         # told of every half message stored (record, its properties, where it landed): the transaction
         # service keeps it for the END_TRANSACTION that follows, so the decision needs no log read
-        self.half_stored: Callable[[PutRequest, dict[str, str], AppendResult], None] | None = None
+        self.half_stored: Callable[[RecordFields, dict[str, str], AppendResult], None] | None = None
 
     @property
     def timer_queue_count(self) -> int:
@@ -177,23 +181,41 @@ class SendService:
         if len(messages) > 1:
             return await self._send_batch(messages, ctx)
         message = messages[0]
+        if message.transactional:
+            half = self.half_append(message, ctx, False)
+            await half.durable
+            if self.half_stored is not None:
+                self.half_stored(half.fields, half.properties, half.appended)
+            return [self._result(message, names.HALF_TOPIC, 0, half.topic, half.appended, half.properties)]
         topic, request, properties = self._prepare(message, ctx)
         appended = await self._store.put(request)
-        if message.transactional and self.half_stored is not None:
-            self.half_stored(request, properties, appended)
-        return [self._result(message, request, topic, appended, properties)]
+        return [self._result(message, request.topic, request.queue_id, topic, appended, properties)]
 
-    def half_append(self, message: Message, ctx: SendContext) -> HalfAppend:
+    def half_append(self, message: Message, ctx: SendContext, shared: bool = True) -> HalfAppend:
         """The synchronous first half of :meth:`send` for one transactional message (the remoting
         door answers it from a callback on ``durable``, no task): checks and the append; once
-        ``durable`` completed, :meth:`half_answer_fields` gives what its response carries. The caller
-        only adds done callbacks to ``durable``, never awaits it (it may be the group's one future)."""
+        ``durable`` completed, :meth:`half_answer_fields` gives what its response carries.
+        ``shared`` (the remoting door): the caller only adds done callbacks to ``durable``, never
+        awaits it (it may be the group's one future); :meth:`send` awaits it (``shared=False``).
+
+        The record is built as the store's fields (no :class:`PutRequest`): the record
+        ``_prepare`` + ``_half`` would give (tests/unit/test_half_fields.py)."""
         if not message.transactional:
             raise errors.InvalidArgument("half_append takes a transactional message")
-        topic, request, properties = self._prepare(message, ctx)
-        # shared: the caller only adds a done callback (never awaits it): the group's one future
-        appended, durable = self._store.put_nowait(request, True)
-        half: HalfAppend = _new_tuple(HalfAppend, (message, topic, request, properties, appended, durable))
+        topic, queue_id, now, properties, body, deliver_ms = self._prepare_head(message, ctx, None)
+        # Transaction + delay: the delay is kept on the half message and starts at the commit.
+        if message.delivery_timestamp_ms is not None and deliver_ms is not None:
+            properties[props.TIMER_DELIVER_MS] = str(deliver_ms)
+        self._half_properties(topic.name, queue_id, properties, ctx)
+        fields: RecordFields = _new_tuple(
+            RecordFields,
+            (
+                _HALF_TOPIC_BYTES, 0, body, props.encode(properties), now, 0, _PREPARED, now,
+                ctx.born_host.encode(), 0, 0, keys_of(properties),
+            ),
+        )  # fmt: skip
+        appended, durable = self._store.put_record_nowait(names.HALF_TOPIC, fields, shared)
+        half: HalfAppend = _new_tuple(HalfAppend, (message, topic, fields, properties, appended, durable))
         return half
 
     def half_answer_fields(self, half: HalfAppend) -> tuple[str, int]:
@@ -201,20 +223,20 @@ class SendService:
         (as :meth:`send` does) and give what its response carries: (offset message id, which is also
         the transaction id; the real queue id); a half's queue offset is 0. No SendResult."""
         if self.half_stored is not None:
-            self.half_stored(half.request, half.properties, half.appended)
+            self.half_stored(half.fields, half.properties, half.appended)
         offset_id = self._offset_id_prefix() + _HEX16(half.appended.physical_offset)
-        return offset_id, int(half.properties.get(props.REAL_QUEUE_ID, half.request.queue_id))
+        return offset_id, int(half.properties.get(props.REAL_QUEUE_ID, half.fields.queue_id))
 
     def prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest]:
         """Validate one message and build the record to append (no I/O)."""
         topic, request, _ = self._prepare(message, ctx)
         return topic, request
 
-    def _prepare(
-        self, message: Message, ctx: SendContext, shared: dict[str, int] | None = None
-    ) -> tuple[TopicConfig, PutRequest, dict[str, str]]:
-        """:meth:`prepare`, plus the properties the record was given (so the result needs no decode).
-        ``shared``: the queue the group-less messages of this request share, per topic (filled here)."""
+    def _prepare_head(
+        self, message: Message, ctx: SendContext, shared: dict[str, int] | None
+    ) -> tuple[TopicConfig, int, int, dict[str, str], bytes, int | None]:
+        """What every record of :meth:`_prepare` (and :meth:`half_append`) starts from: the message
+        checked, its topic and queue, the time, its properties, body and delivery time."""
         message.validate()
         topic = self._topics.resolve(message.topic, for_write=True, message_type=message.message_type)
         if (
@@ -230,7 +252,14 @@ class SendService:
         now = self._clock.now_ms()
         properties = self._properties(message, ctx)
         body = message.body if type(message.body) is bytes else bytes(message.body)
-        deliver_ms = self._deliver_ms(message, now)
+        return topic, queue_id, now, properties, body, self._deliver_ms(message, now)
+
+    def _prepare(
+        self, message: Message, ctx: SendContext, shared: dict[str, int] | None = None
+    ) -> tuple[TopicConfig, PutRequest, dict[str, str]]:
+        """:meth:`prepare`, plus the properties the record was given (so the result needs no decode).
+        ``shared``: the queue the group-less messages of this request share, per topic (filled here)."""
+        topic, queue_id, now, properties, body, deliver_ms = self._prepare_head(message, ctx, shared)
         if deliver_ms is None and not message.transactional:  # the common case: one record, built once
             properties.pop(props.DELAY, None)
             request = PutRequest(
@@ -283,7 +312,10 @@ class SendService:
             topic, request, properties = self._prepare(message, ctx, shared)
             prepared.append((message, topic, request, properties))
         appended = await self._store.put_batch([p[2] for p in prepared])
-        return [self._result(m, r, t, a, d) for (m, t, r, d), a in zip(prepared, appended, strict=True)]
+        return [
+            self._result(m, r.topic, r.queue_id, t, a, d)
+            for (m, t, r, d), a in zip(prepared, appended, strict=True)
+        ]
 
     # ------------------------------------------------------------------------------- the send lane
     async def send_lean(
@@ -669,14 +701,19 @@ class SendService:
             properties,
         )
 
-    def _half(
-        self, topic: str, queue_id: int, body: bytes, now: int, properties: dict[str, str], ctx: SendContext
-    ) -> PutRequest:
-        """A half message: stored in the half topic, real topic and queue in its properties."""
+    @staticmethod
+    def _half_properties(topic: str, queue_id: int, properties: dict[str, str], ctx: SendContext) -> None:
+        """A half message's properties: its real topic and queue, the transaction flag, the group."""
         properties[props.REAL_TOPIC] = topic
         properties[props.REAL_QUEUE_ID] = str(queue_id)
         properties[props.TRAN_MSG] = "true"
         properties.setdefault(props.PRODUCER_GROUP, ctx.producer_group or topic)
+
+    def _half(
+        self, topic: str, queue_id: int, body: bytes, now: int, properties: dict[str, str], ctx: SendContext
+    ) -> PutRequest:
+        """A half message: stored in the half topic, real topic and queue in its properties."""
+        self._half_properties(topic, queue_id, properties, ctx)
         return PutRequest(
             topic=names.HALF_TOPIC,
             queue_id=0,
@@ -692,17 +729,19 @@ class SendService:
     def _result(
         self,
         message: Message,
-        request: PutRequest,
+        stored_topic: str,
+        stored_queue_id: int,
         topic: TopicConfig,
         appended: AppendResult,
         decoded: dict[str, str],
     ) -> SendResult:
-        """``decoded``: the properties ``request`` was encoded from (nothing is read back)."""
+        """``stored_topic``, ``stored_queue_id``: where the record was appended; ``decoded``: the
+        properties it was encoded from (nothing is read back)."""
         is_half = message.transactional
         # only a delayed message is stored under another topic than its own (halves are handled above)
-        is_delayed = not is_half and request.topic != topic.name
+        is_delayed = not is_half and stored_topic != topic.name
         message_id = decoded[props.UNIQ_KEY]
-        real_queue = int(decoded.get(props.REAL_QUEUE_ID, request.queue_id))
+        real_queue = int(decoded.get(props.REAL_QUEUE_ID, stored_queue_id))
         host, port = self._store_address()
         offset_id = msgid.offset_message_id(host, port, appended.physical_offset)
         return SendResult(
@@ -711,7 +750,7 @@ class SendService:
             queue_offset=appended.queue_offset if not (is_half or is_delayed) else 0,
             transaction_id=offset_id if is_half else None,
             offset_message_id=offset_id,
-            recall_handle=encode_recall_handle(request.topic, request.queue_id, appended)
+            recall_handle=encode_recall_handle(stored_topic, stored_queue_id, appended)
             if is_delayed
             else None,
         )

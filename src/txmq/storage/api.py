@@ -115,6 +115,38 @@ class StoredRecord:
     prepared_transaction_offset: int
 
 
+class StoredTuple(NamedTuple):
+    """A :class:`StoredRecord`'s fields as a NamedTuple (same names, same order: ``StoredRecord(*t)``
+    is the record): for a writer that builds one per message from what it appended (the transaction
+    service's kept half), where the dataclass's interpreted ``__init__`` costs more than its use."""
+
+    physical_offset: int
+    size: int
+    topic: str
+    queue_id: int
+    queue_offset: int
+    body: bytes
+    properties: bytes
+    tags_code: int
+    flag: int
+    sys_flag: int
+    born_timestamp_ms: int
+    born_host: str
+    store_timestamp_ms: int
+    store_host: str
+    reconsume_times: int
+    prepared_transaction_offset: int
+
+    @staticmethod
+    def of(record: StoredRecord) -> StoredTuple:
+        return StoredTuple(
+            record.physical_offset, record.size, record.topic, record.queue_id, record.queue_offset,
+            record.body, record.properties, record.tags_code, record.flag, record.sys_flag,
+            record.born_timestamp_ms, record.born_host, record.store_timestamp_ms, record.store_host,
+            record.reconsume_times, record.prepared_transaction_offset,
+        )  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class QueueUnit:
     """One 20-byte ConsumeQueue unit: where the message is in the log, and its tags code."""

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import posixpath
 from collections.abc import Awaitable, Generator, Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
 from txmq.common import limits, names
 from txmq.common.clock import Clock, SystemClock
@@ -70,8 +70,8 @@ from txmq.storage.segment import SegmentList, records_from, scan_segment
 _new_tuple = tuple.__new__
 
 _LOG = logging.getLogger(__name__)
-_I32 = 1 << 31
-_I64 = 1 << 63
+_I32: Final = 1 << 31  # Final: compiled code reads a constant, not a module global per check
+_I64: Final = 1 << 63
 
 
 class _DurableLater:
@@ -285,6 +285,17 @@ class MessageStore:
         result = self._log.append_one(topic, fields)
         return result, self._durable(result.physical_offset + result.size, shared)
 
+    def put_record_nowait(
+        self, topic: str, fields: codec.RecordFields, shared: bool = False
+    ) -> tuple[AppendResult, Awaitable[None]]:
+        """:meth:`put_nowait` for a record whose fields the writer built itself (a half message):
+        the same checks (:func:`_check_fields`), without a :class:`PutRequest`."""
+        _check_fields(topic, fields)
+        if self._closed:
+            raise StorageError("the store is closed")
+        result = self._log.append_one(topic, fields)
+        return result, self._durable(result.physical_offset + result.size, shared)
+
     async def put(self, req: PutRequest) -> AppendResult:
         result, durable = self.put_nowait(req)
         await durable
@@ -303,10 +314,38 @@ class MessageStore:
         when the whole batch is durable per the flush mode (``shared``: as for :meth:`put_nowait`)."""
         if not reqs:
             raise InvalidArgument("a batch needs at least one message")
-        batch = [_validate(r) for r in reqs]
-        if len(reqs) > limits.batch_count_max:
-            raise PayloadTooLarge("batch message count", len(reqs), limits.batch_count_max)
-        body_bytes = sum(len(r.body) for r in reqs)
+        return self._put_checked([_validate(r) for r in reqs], shared)
+
+    def put_fields_nowait(
+        self, batch: Sequence[tuple[str, codec.RecordFields]], shared: bool = False
+    ) -> tuple[list[AppendResult], Awaitable[None]]:
+        """:meth:`put_batch_nowait` for records whose fields the writer built itself, as ``(topic,
+        fields)`` (the transaction service's decision: its two records need no :class:`PutRequest`
+        each): the same checks (:func:`_check_fields`, as :meth:`put_records_columns`), one write."""
+        if not batch:
+            raise InvalidArgument("a batch needs at least one message")
+        for topic, fields in batch:
+            _check_fields(topic, fields)
+        return self._put_checked(batch, shared)
+
+    @staticmethod
+    def fields_of(req: PutRequest) -> tuple[str, codec.RecordFields]:
+        """A request's ``(topic, fields)`` for :meth:`put_fields_nowait`, checked as an append checks it."""
+        return _validate(req)
+
+    @staticmethod
+    def check_fields(topic: str, fields: codec.RecordFields) -> None:
+        """Raise what an append of ``fields`` would raise for them (nothing if they may be stored)."""
+        _check_fields(topic, fields)
+
+    def _put_checked(
+        self, batch: Sequence[tuple[str, codec.RecordFields]], shared: bool
+    ) -> tuple[list[AppendResult], Awaitable[None]]:
+        if len(batch) > limits.batch_count_max:
+            raise PayloadTooLarge("batch message count", len(batch), limits.batch_count_max)
+        body_bytes = 0
+        for _, fields in batch:  # a loop, not a generator: compiled, no generator object per batch
+            body_bytes += len(fields.body)
         if body_bytes > limits.batch_bytes_max:
             raise PayloadTooLarge("batch", body_bytes, limits.batch_bytes_max)
         if self._closed:
@@ -769,10 +808,14 @@ _VALID_TOPICS_MAX = 100_000
 def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:
     """Reject bad input with a specific error before anything is written."""
     _check_topic(req.topic)
-    fields = codec.RecordFields(
-        req.topic.encode(), req.queue_id, req.body, req.properties, req.tags_code, req.flag, req.sys_flag,
-        req.born_timestamp_ms, req.born_host.encode(), req.reconsume_times, req.prepared_transaction_offset,
-        req.index_keys,
+    # tuple.__new__: a NamedTuple's own __new__ is interpreted Python
+    fields: codec.RecordFields = _new_tuple(
+        codec.RecordFields,
+        (
+            req.topic.encode(), req.queue_id, req.body, req.properties, req.tags_code, req.flag,
+            req.sys_flag, req.born_timestamp_ms, req.born_host.encode(), req.reconsume_times,
+            req.prepared_transaction_offset, req.index_keys,
+        ),
     )  # fmt: skip
     _check_fields(req.topic, fields)
     return req.topic, fields

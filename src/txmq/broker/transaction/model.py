@@ -109,10 +109,18 @@ def _outcome(state: TxnState, decision: Decision) -> DecisionOutcome:
 _OUTCOMES: Final = {pair: _outcome(*pair) for pair in TRANSITIONS}
 
 
+# the same, as a list: found by identity (a dict lookup hashes both members, an interpreted Enum.__hash__
+# each; this runs twice per decision)
+_OUTCOME_LIST: Final = [(state, decision, outcome) for (state, decision), outcome in _OUTCOMES.items()]
+
+
 def apply_decision(state: TxnState, decision: Decision, source: DecisionSource) -> DecisionOutcome:
     """The outcome of ``decision`` (from ``source``) on a message in ``state``; see the module rules."""
     del source  # recorded by the caller in the history; it does not change the outcome (module docstring)
-    return _OUTCOMES[(state, decision)]
+    for known_state, known_decision, outcome in _OUTCOME_LIST:
+        if known_state is state and known_decision is decision:
+            return outcome
+    return _OUTCOMES[(state, decision)]  # not a member pair: the dict's KeyError, as before
 
 
 def can_discard(state: TxnState) -> bool:

@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from txmq.broker.records import keys_of, split_host, to_view
-from txmq.broker.reput import to_real_topic
+from txmq.broker.reput import committed_fields, to_real_topic
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
-from txmq.common.message import MessageView, SysFlag
-from txmq.storage.api import AppendResult, PutRequest, StoredRecord
+from txmq.common.message import MessageView
+from txmq.storage.api import AppendResult, PutRequest, RecordFields, StoredRecord, StoredTuple
 
 from .decide import ActionKind, CheckPolicy, HalfView, decide, immunity_ms_from_property, next_due_ms
 from .history import EventKind, TxnEvent, TxnRecord, fold, step
@@ -60,6 +60,10 @@ _CURSOR_UNITS = 512
 _SAVE_EVERY_MS = 1_000
 _NEW = TxnRecord()  # frozen: one shared "nothing happened yet"
 _SEP, _END = props.NAME_VALUE_SEPARATOR, props.PROPERTY_SEPARATOR
+_OP_TOPIC_BYTES = names.OP_HALF_TOPIC.encode()
+_HALF_TOPIC_BYTES = names.HALF_TOPIC.encode()
+_OP_TAGS = f"{props.TAGS}{_SEP}d{_END}"
+_new_tuple = tuple.__new__
 
 
 _RESOLVED_MAX: Final = 65_536  # recently resolved halves remembered (far more than the index can lag)
@@ -137,7 +141,7 @@ class TransactionService:
         self._deciding: dict[int, _DecisionTurn] = {}  # one decision at a time per half message
         # halves just stored, by offset, as the log holds them (with their properties), until their
         # END_TRANSACTION takes them: the decision then reads nothing back (bounded, oldest out first)
-        self._halves: OrderedDict[int, tuple[StoredRecord, dict[str, str]]] = OrderedDict()
+        self._halves: OrderedDict[int, tuple[StoredTuple, dict[str, str]]] = OrderedDict()
         self._halves_bytes = 0  # their bodies and properties
         # their bounds, read once (compiled code inlines limits' Final values: tests change these)
         self._halves_max = limits.transaction_half_cache_max
@@ -160,13 +164,13 @@ class TransactionService:
             raise errors.InvalidTransactionId(f"{transaction_id!r} is not a txmq transaction id")
         return parsed[2]
 
-    def half_stored(self, request: PutRequest, properties: dict[str, str], appended: AppendResult) -> None:
+    def half_stored(self, fields: RecordFields, properties: dict[str, str], appended: AppendResult) -> None:
         """Keep a half message the send path just stored (its write succeeded, so nothing rolls it
         back): the record :meth:`MessageStore.read` would return at ``appended.physical_offset``, and
-        ``properties``, what ``request.properties`` encodes. At most ``limits.transaction_half_cache_max``
+        ``properties``, what ``fields.properties`` encodes. At most ``limits.transaction_half_cache_max``
         halves and ``_bytes_max`` bytes (``_halves_max``, ``_halves_bytes_max``)."""
-        size = len(request.body) + len(request.properties)
-        if request.topic != names.HALF_TOPIC or size > self._halves_bytes_max:
+        size = len(fields.body) + len(fields.properties)
+        if fields.topic != _HALF_TOPIC_BYTES or size > self._halves_bytes_max:
             return
         halves = self._halves
         while halves and (
@@ -175,11 +179,16 @@ class TransactionService:
             old, _ = halves.popitem(last=False)[1]
             self._halves_bytes -= len(old.body) + len(old.properties)
         self._halves_bytes += size
-        record = StoredRecord(
-            appended.physical_offset, appended.size, request.topic, request.queue_id,
-            appended.queue_offset, request.body, request.properties, request.tags_code, request.flag,
-            request.sys_flag, request.born_timestamp_ms, request.born_host, appended.store_timestamp_ms,
-            self._store_host, request.reconsume_times, request.prepared_transaction_offset,
+        # tuple.__new__: no interpreted __init__ (a StoredRecord's, a NamedTuple's __new__) per half
+        record: StoredTuple = _new_tuple(
+            StoredTuple,
+            (
+                appended.physical_offset, appended.size, names.HALF_TOPIC, fields.queue_id,
+                appended.queue_offset, fields.body, fields.properties, fields.tags_code, fields.flag,
+                fields.sys_flag, fields.born_timestamp_ms, fields.born_host.decode(),
+                appended.store_timestamp_ms, self._store_host, fields.reconsume_times,
+                fields.prepared_transaction_offset,
+            ),
         )  # fmt: skip
         halves[appended.physical_offset] = (record, properties)
 
@@ -219,6 +228,7 @@ class TransactionService:
         commit: bool | None,
         from_check: bool,
         client_id: str = "",
+        half_offset: int = -1,
     ) -> tuple[Awaitable[None], EndFinish] | Coroutine[Any, Any, None] | None:
         """:meth:`end` for a caller on the event loop that can wait for a future without a task (the
         remoting door). When no other decision on the half holds its turn, it decides and appends
@@ -226,8 +236,9 @@ class TransactionService:
         callbacks to it, never await it: it may be the write group's one future, shared with other
         appends) and the function to call then (``EndFinish``), or None if the decision records
         nothing (a duplicate); else the coroutine of :meth:`end`, which waits its turn. Raises what
-        :meth:`end` raises before anything is appended."""
-        half_offset, half, decoded = self._take_half(topic, message_id, transaction_id)
+        :meth:`end` raises before anything is appended. ``half_offset``: the offset ``transaction_id``
+        names, when the caller parsed it already (else -1: parsed here)."""
+        half_offset, half, decoded = self._take_half(topic, message_id, transaction_id, half_offset)
         if half_offset in self._deciding:
             return self._end_in_turn(
                 half_offset, half, decoded, transaction_id, commit, from_check, client_id, False
@@ -254,14 +265,15 @@ class TransactionService:
             self._pass_turn(pending.half_offset, turn)
 
     def _take_half(
-        self, topic: str, message_id: str, transaction_id: str
-    ) -> tuple[int, StoredRecord, dict[str, str]]:
+        self, topic: str, message_id: str, transaction_id: str, half_offset: int = -1
+    ) -> tuple[int, StoredTuple, dict[str, str]]:
         """The half message a decision names (kept from its send, else read back), checked against the
-        decision's message id and topic."""
-        half_offset = self._half_offset(transaction_id)
+        decision's message id and topic (``half_offset``: as for :meth:`end_nowait`)."""
+        if half_offset < 0:
+            half_offset = self._half_offset(transaction_id)
         kept = self._halves.pop(half_offset, None)
         if kept is None:
-            half = self._read_half(half_offset)
+            half = StoredTuple.of(self._read_half(half_offset))
             decoded = props.decode(half.properties)
         else:
             half, decoded = kept
@@ -280,7 +292,7 @@ class TransactionService:
     async def _end_in_turn(
         self,
         half_offset: int,
-        half: StoredRecord,
+        half: StoredTuple,
         decoded: dict[str, str],
         transaction_id: str,
         commit: bool | None,
@@ -327,7 +339,7 @@ class TransactionService:
     async def _decide(
         self,
         half_offset: int,
-        half: StoredRecord,
+        half: StoredTuple,
         decoded: dict[str, str],
         transaction_id: str,
         commit: bool | None,
@@ -351,7 +363,7 @@ class TransactionService:
     def _decision(
         self,
         half_offset: int,
-        half: StoredRecord,
+        half: StoredTuple,
         decoded: dict[str, str],
         transaction_id: str,
         commit: bool | None,
@@ -375,14 +387,8 @@ class TransactionService:
         state = self._state_of(half_offset, half.queue_offset)
         outcome = apply_decision(state, decision, source)
         now = self._clock.now_ms()
-        event = TxnEvent(
-            kind=EventKind.DECISION,
-            transaction_id=transaction_id,
-            at_ms=now,
-            source=source,
-            producer_client_id=client_id or None,
-            decision=decision,
-        )
+        # positional (kind, transaction_id, at_ms, source, producer_client_id, decision): the cheaper call
+        event = TxnEvent(EventKind.DECISION, transaction_id, now, source, client_id or None, decision)
         error: errors.TxmqError | None = None
         if outcome.kind is OutcomeKind.IGNORED_UNKNOWN:
             if not from_check:
@@ -398,23 +404,30 @@ class TransactionService:
             )
         elif outcome.late:
             event = dataclasses.replace(event, detail="late decision on a discarded message")
-        requests: list[PutRequest] = []
+        op = self._op_record(half_offset, event)
         if error is None and event.kind is EventKind.DECISION and decision is Decision.COMMIT:
-            requests.append(self._committed_request(half, decoded, now))
-        requests.append(self._op_request(half_offset, event))
-        appended, durable = self._store.put_batch_nowait(requests, shared)
-        return _Pending(durable, half_offset, event, appended[-1].queue_offset, error)
+            records = [self._committed_record(half, decoded, now), op]
+        else:
+            records = [op]
+        appended, durable = self._store.put_fields_nowait(records, shared)
+        # tuple.__new__: a NamedTuple's own __new__ is interpreted Python
+        pending: _Pending = _new_tuple(
+            _Pending, (durable, half_offset, event, appended[-1].queue_offset, error)
+        )
+        return pending
 
-    def _committed_request(self, half: StoredRecord, decoded: dict[str, str], now_ms: int) -> PutRequest:
+    def _committed_record(
+        self, half: StoredTuple, decoded: dict[str, str], now_ms: int
+    ) -> tuple[str, RecordFields]:
         """The real message; a delayed transactional message is delayed from the commit, not the send."""
         deliver = decoded.get(props.TIMER_DELIVER_MS)
         if (deliver and deliver.isdecimal()) or decoded.get(props.DELAY):
-            return self._broker.sender.delayed_from_commit(half, decoded, now_ms)
+            delayed = self._broker.sender.delayed_from_commit(StoredRecord(*half), decoded, now_ms)
+            return self._store.fields_of(delayed)
         # the committed message names its transaction, so consumers (the Spark source's transaction_id)
-        # can tell which transaction published it
-        txid = {props.TRANSACTION_ID: self.transaction_id_of(half.physical_offset)}
-        keys = keys_of(decoded)  # KEYS and UNIQ_KEY travel unchanged: the dispatcher decodes nothing
-        return to_real_topic(half, decoded, sys_flag=SysFlag.TRANSACTION_COMMIT, extra=txid, index_keys=keys)
+        # can tell which transaction published it; KEYS and UNIQ_KEY travel unchanged (index_keys: the
+        # dispatcher decodes nothing)
+        return committed_fields(half, decoded, self.transaction_id_of(half.physical_offset), keys_of(decoded))
 
     def _state_of(self, half_offset: int, queue_offset: int | None = None) -> TxnState:
         """The state of the half message at ``half_offset`` (``queue_offset``: its half-queue offset,
@@ -444,22 +457,30 @@ class TransactionService:
         return events
 
     def _op_request(self, half_offset: int, event: TxnEvent) -> PutRequest:
-        # props.encode({KEYS: op_key(o), _HALF_PROPERTY: str(o), TAGS: "d"}), written out: digits only
-        properties = (
-            f"{props.KEYS}{_SEP}{op_key(half_offset)}{_END}{_HALF_PROPERTY}{_SEP}{half_offset}{_END}"
-            f"{props.TAGS}{_SEP}d{_END}"
-        )
+        topic, fields = self._op_record(half_offset, event)
         return PutRequest(
-            topic=names.OP_HALF_TOPIC,
-            queue_id=0,
-            body=event.encode(),
-            properties=properties.encode(),
-            born_timestamp_ms=event.at_ms,
-            index_keys=(op_key(half_offset),),  # what records.index_keys finds in these properties
-        )
+            topic=topic, queue_id=0, body=fields.body, properties=fields.properties,
+            born_timestamp_ms=event.at_ms, index_keys=fields.index_keys,
+        )  # fmt: skip
+
+    def _op_record(self, half_offset: int, event: TxnEvent) -> tuple[str, RecordFields]:
+        """The op record of ``event`` as ``(topic, record fields)`` for ``put_fields_nowait`` (no
+        :class:`PutRequest`; :meth:`_op_request` is the same record as a request)."""
+        key = op_key(half_offset)
+        # props.encode({KEYS: key, _HALF_PROPERTY: str(o), TAGS: "d"}), written out: digits only
+        properties = f"{props.KEYS}{_SEP}{key}{_END}{_HALF_PROPERTY}{_SEP}{half_offset}{_END}{_OP_TAGS}"
+        fields: RecordFields = _new_tuple(
+            RecordFields,
+            (
+                _OP_TOPIC_BYTES, 0, event.encode(), properties.encode(), 0, 0, 0, event.at_ms, b"", 0, 0,
+                (key,),  # index_keys: what records.index_keys finds in these properties
+            ),
+        )  # fmt: skip
+        return names.OP_HALF_TOPIC, fields
 
     async def _append_events(self, half_offset: int, events: Sequence[TxnEvent]) -> None:
-        appended = await self._store.put_batch([self._op_request(half_offset, e) for e in events])
+        appended, durable = self._store.put_fields_nowait([self._op_record(half_offset, e) for e in events])
+        await durable
         for event, result in zip(events, appended, strict=True):
             self._apply(half_offset, event, result.queue_offset)
 

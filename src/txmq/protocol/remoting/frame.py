@@ -45,6 +45,10 @@ _LANG_BY_NAME: Final = {member.name: member for member in LanguageCode}
 _LANG_BY_CODE: Final = {member.value: member for member in LanguageCode}
 _LANG_NAME: Final = {member: member.name for member in LanguageCode}
 _SERIALIZE_TYPES: Final = {member.value: member for member in SerializeType}
+# enum members read per frame: module constants (a compiled module reads them without an attribute lookup)
+_OTHER: Final = LanguageCode.OTHER
+_JAVA: Final = LanguageCode.JAVA
+_JSON: Final = SerializeType.JSON
 
 
 # ---------------------------------------------------------------------------------------------- encoding
@@ -116,7 +120,7 @@ def encode_send_response(
     queue_offset, transaction_id)))`` for a JSON request, rendered straight into its frame (one per
     acknowledged send or half; tests/unit/test_remoting_frame.py holds them byte-identical). Other
     requests: ``encode`` that."""
-    if request.serialize_type is not SerializeType.JSON:
+    if request.serialize_type is not _JSON:
         fields = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(queue_offset)}
         if transaction_id is not None:
             fields["transactionId"] = transaction_id
@@ -126,6 +130,19 @@ def encode_send_response(
         f'{{"code":0,"language":"JAVA","version":{int(request.version)},"opaque":{int(request.opaque)},'
         f'"flag":1,"extFields":{{"msgId":{_quote(msg_id)},"queueId":"{int(queue_id)}",'
         f'"queueOffset":"{int(queue_offset)}"{txn}}},"serializeTypeCurrentRPC":"JSON"}}'
+    ).encode("ascii")
+    return _PREFIX.pack(4 + len(header), len(header)) + header
+
+
+def encode_success_response(request: RemotingCommand) -> bytes:
+    """``encode(make_response(request, SUCCESS))`` (no remark, no fields, no body: the answer to an
+    END_TRANSACTION), rendered straight into its frame for a JSON request (tests/unit/test_remoting_frame.py
+    holds them byte-identical). Other requests: ``encode`` that."""
+    if request.serialize_type is not _JSON:
+        return encode(make_response(request, 0))
+    header = (
+        f'{{"code":0,"language":"JAVA","version":{int(request.version)},"opaque":{int(request.opaque)},'
+        '"flag":1,"extFields":{},"serializeTypeCurrentRPC":"JSON"}'
     ).encode("ascii")
     return _PREFIX.pack(4 + len(header), len(header)) + header
 
@@ -220,28 +237,27 @@ def decode(frame: bytes | bytearray) -> RemotingCommand:
 
 def _decode_json(header: memoryview, body: bytes) -> RemotingCommand:
     fields = _parse_json_object(header)
-    get = fields.get
-    code, opaque, flag, version = get("code", 0), get("opaque", 0), get("flag", 0), get("version", 0)
+    # fields.get, not a bound get: compiled, each is a C call on the dict (no method object per call)
+    code, opaque = fields.get("code", 0), fields.get("opaque", 0)
+    flag, version = fields.get("flag", 0), fields.get("version", 0)
     if not (type(code) is int and type(opaque) is int and type(flag) is int and type(version) is int):
         code, opaque, flag, version = (_json_int(fields, n) for n in ("code", "opaque", "flag", "version"))
-    remark = get("remark")
+    remark = fields.get("remark")
     if remark is not None and type(remark) is not str:
         raise RemoteProtocolError("remark is not a string")
-    language = get("language")
-    language = (
-        _LANG_BY_NAME.get(language, LanguageCode.OTHER) if type(language) is str else _json_language(language)
-    )
+    language = fields.get("language")
+    language = _LANG_BY_NAME.get(language, _OTHER) if type(language) is str else _json_language(language)
     # positional, in field order: code, opaque, flag, remark, ext_fields, body, language, version, type
     return RemotingCommand(
         code,
         opaque,
         flag,
         remark,
-        _json_ext_fields(get("extFields")),
+        _json_ext_fields(fields.get("extFields")),
         body,
         language,
         version,
-        SerializeType.JSON,
+        _JSON,
     )
 
 

@@ -61,17 +61,19 @@ def to_message(topic: str, body: bytes, properties: Mapping[str, str], sys_flag:
     if group is not None and (transactional or delay_level or delivery_ms is not None):
         group = None  # 4.x allows an ordered-by-key delay or transaction; the key only picked the queue
     keys = properties.get(props.KEYS, "")
+    # positional, in field order (topic, body, tags, keys, properties, message_group,
+    # delivery_timestamp_ms, delay_level, message_id, transactional): the cheaper call, one per send
     return Message(
-        topic=topic,
-        body=body,
-        tags=properties.get(props.TAGS) or None,
-        keys=tuple(k for k in keys.split(props.KEY_SEPARATOR) if k),
-        properties={k: v for k, v in properties.items() if k not in _CONSUMED and k != _ALI_SHARDING_KEY},
-        message_group=group,
-        delay_level=delay_level or None,
-        delivery_timestamp_ms=delivery_ms if not delay_level else None,
-        message_id=properties.get(props.UNIQ_KEY) or None,
-        transactional=transactional,
+        topic,
+        body,
+        properties.get(props.TAGS) or None,
+        tuple([k for k in keys.split(props.KEY_SEPARATOR) if k]) if keys else (),
+        {k: v for k, v in properties.items() if k not in _CONSUMED and k != _ALI_SHARDING_KEY},
+        group,
+        delivery_ms if not delay_level else None,
+        delay_level or None,
+        properties.get(props.UNIQ_KEY) or None,
+        transactional,
     )
 
 

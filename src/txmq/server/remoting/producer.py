@@ -19,7 +19,7 @@ from txmq.protocol.remoting.codes import (
 )
 from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.protocol.remoting.compression import COMPRESSED_FLAG, inflate
-from txmq.protocol.remoting.frame import encode_send_response
+from txmq.protocol.remoting.frame import encode_send_response, encode_success_response
 from txmq.protocol.remoting.headers import EndTransactionRequestHeader, send_response_fields
 from txmq.protocol.remoting.message_codec import decode_batch_entries
 from txmq.protocol.remoting.send_header import SendFields, parse_send_fields
@@ -227,6 +227,8 @@ def end_fields(ext: dict[str, str]) -> EndFields | None:
     return fields
 
 
+_NO_ANSWER = b""  # what a oneway request's answer callback returns (RemotingEndpoint._answer drops it)
+
 _DECISIONS: dict[int, bool | None] = {
     TRANSACTION_COMMIT_TYPE: True,
     TRANSACTION_ROLLBACK_TYPE: False,
@@ -255,13 +257,17 @@ def end_transaction(
         raise errors.InvalidArgument(f"commitOrRollback {fields.commit_or_rollback} is not 0, 8 or 12")
     decision = _DECISIONS[fields.commit_or_rollback]
     transaction_id = fields.transaction_id
-    if msgid.parse_offset_message_id(transaction_id) is None:
+    parsed = msgid.parse_offset_message_id(transaction_id)
+    half_offset = -1  # the service parses the id it builds below
+    if parsed is None:
         # the Java client sends its own id here; the half message's commit-log offset is authoritative
         transaction_id = ctx.broker.transactions.transaction_id_of(fields.commit_log_offset)
+    else:
+        half_offset = parsed[2]  # what the service would parse out of transaction_id again
     try:
         started = ctx.broker.end_transaction_nowait(
             topic=fields.topic, message_id=fields.msg_id, transaction_id=transaction_id,
-            commit=decision, from_check=fields.from_check, client_id=endpoint.peer,
+            commit=decision, from_check=fields.from_check, client_id=endpoint.peer, half_offset=half_offset,
         )  # fmt: skip
     except errors.TxmqError as exc:
         return _end_failed(request, endpoint, transaction_id, exc)
@@ -279,7 +285,8 @@ def end_transaction(
             return response if response is not None else make_response(request, ResponseCode.SUCCESS)
         except Exception as failure:  # noqa: BLE001 - mapped to a response code in one place
             return error_response(request, failure)
-        return make_response(request, ResponseCode.SUCCESS)
+        # a oneway END (4.x clients, txmq's SDK) is never answered: the transport drops what this returns
+        return _NO_ANSWER if request.is_oneway else encode_success_response(request)
 
     deferred: Deferred = _new_tuple(Deferred, (durable, answer))
     return deferred
