@@ -62,6 +62,26 @@ def _first_delivery(clients: Clients, group: str, topic: str, timeout_s: float) 
     return [], time.monotonic() - started
 
 
+def _receive_auto_renewed(stub: Any, metadata: list[tuple[str, str]], group: str, topic: str) -> list[bytes]:
+    """Heartbeat as a PushConsumer of ``group``, then one auto-renew receive of one message of ``topic``
+    (what the official PushConsumer sends); the bodies received."""
+    from rocketmq.grpc_protocol import definition_pb2 as d  # type: ignore[import-untyped]
+    from rocketmq.grpc_protocol import service_pb2 as s  # type: ignore[import-untyped]
+
+    heartbeat = s.HeartbeatRequest(group=d.Resource(name=group), client_type=d.PUSH_CONSUMER)
+    assert stub.Heartbeat(heartbeat, metadata=metadata, timeout=10).status.code == 20000
+    request = s.ReceiveMessageRequest(
+        group=d.Resource(name=group),
+        message_queue=d.MessageQueue(topic=d.Resource(name=topic), id=-1),
+        filter_expression=d.FilterExpression(type=d.TAG, expression="*"),
+        batch_size=1,
+        auto_renew=True,
+    )
+    request.long_polling_timeout.FromSeconds(5)
+    return [r.message.body for r in stub.ReceiveMessage(request, metadata=metadata, timeout=15)
+            if r.HasField("message")]  # fmt: skip
+
+
 def test_a_killed_push_consumers_message_goes_to_another_consumer_in_seconds(
     rmq: Any, clients: Clients, broker: BrokerProcess, tmp_path: Path
 ) -> None:
@@ -113,18 +133,7 @@ def test_a_client_that_ends_its_session_has_its_messages_redelivered_in_seconds(
     metadata = [("x-mq-client-id", _name("leaver")), ("x-mq-protocol", "v2")]
     with grpc.insecure_channel(broker.endpoint) as channel:
         stub = sg.MessagingServiceStub(channel)
-        heartbeat = s.HeartbeatRequest(group=d.Resource(name=group), client_type=d.PUSH_CONSUMER)
-        assert stub.Heartbeat(heartbeat, metadata=metadata, timeout=10).status.code == 20000
-        request = s.ReceiveMessageRequest(
-            group=d.Resource(name=group),
-            message_queue=d.MessageQueue(topic=d.Resource(name=topic), id=-1),
-            filter_expression=d.FilterExpression(type=d.TAG, expression="*"),
-            batch_size=1,
-            auto_renew=True,
-        )
-        request.long_polling_timeout.FromSeconds(5)
-        got = [r.message.body for r in stub.ReceiveMessage(request, metadata=metadata, timeout=15)
-               if r.HasField("message")]  # fmt: skip
+        got = _receive_auto_renewed(stub, metadata, group, topic)
         assert got == [b"half done"]
         ended = stub.NotifyClientTermination(
             s.NotifyClientTerminationRequest(group=d.Resource(name=group)), metadata=metadata, timeout=10
@@ -141,8 +150,6 @@ def test_a_clean_broker_restart_hands_auto_renewed_messages_out_again_in_seconds
     (clearAllHandle): nobody renews them after the restart, and renewed leases grow to an hour. txmq
     saved the lease as it stood (here the first 60 s), so the message waited for it after the restart."""
     import grpc
-    from rocketmq.grpc_protocol import definition_pb2 as d  # type: ignore[import-untyped]
-    from rocketmq.grpc_protocol import service_pb2 as s  # type: ignore[import-untyped]
     from rocketmq.grpc_protocol import service_pb2_grpc as sg  # type: ignore[import-untyped]
 
     topic, group = _name("restart"), _name("g")
@@ -150,19 +157,7 @@ def test_a_clean_broker_restart_hands_auto_renewed_messages_out_again_in_seconds
     _send(rmq, clients, topic, b"in progress")
     metadata = [("x-mq-client-id", _name("worker")), ("x-mq-protocol", "v2")]
     with grpc.insecure_channel(broker.endpoint) as channel:
-        stub = sg.MessagingServiceStub(channel)
-        heartbeat = s.HeartbeatRequest(group=d.Resource(name=group), client_type=d.PUSH_CONSUMER)
-        assert stub.Heartbeat(heartbeat, metadata=metadata, timeout=10).status.code == 20000
-        request = s.ReceiveMessageRequest(
-            group=d.Resource(name=group),
-            message_queue=d.MessageQueue(topic=d.Resource(name=topic), id=-1),
-            filter_expression=d.FilterExpression(type=d.TAG, expression="*"),
-            batch_size=1,
-            auto_renew=True,
-        )
-        request.long_polling_timeout.FromSeconds(5)
-        got = [r.message.body for r in stub.ReceiveMessage(request, metadata=metadata, timeout=15)
-               if r.HasField("message")]  # fmt: skip
+        got = _receive_auto_renewed(sg.MessagingServiceStub(channel), metadata, group, topic)
         assert got == [b"in progress"]
         broker.restart()  # SIGTERM: a clean stop, the client still registered
     bodies, after_s = _first_delivery(clients, group, topic, REDELIVERED_WITHIN_S)
