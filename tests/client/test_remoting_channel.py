@@ -342,3 +342,52 @@ async def test_pipelined_large_and_small_answers_arrive_whole_over_a_socket() ->
 def test_pipelined_large_and_small_answers_arrive_whole_over_uvloop() -> None:
     uvloop = pytest.importorskip("uvloop")
     uvloop.run(_large_and_small_answers_over_a_socket())
+
+
+class _RecordingTransport(asyncio.Transport):
+    """Keeps what the channel writes, one entry per write call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.writes.append(bytes(data))
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+async def test_frames_held_past_the_cap_go_out_before_the_turn_ends() -> None:
+    """Many requests sent in one loop turn are written in pieces of about ``_HOLD_BYTES_MAX`` while the
+    turn goes on (the broker starts on the first while the rest are built), in their order; the
+    remainder goes out at the end of the turn."""
+    from txmq.client import _remoting_channel as rc
+
+    channel = rc.RemotingChannel("127.0.0.1:1", None)
+    transport = _RecordingTransport()
+    channel.connection_made(transport)
+    body = b"x" * 1024
+    count = 4 * rc._HOLD_BYTES_MAX // len(body)
+    for _ in range(count):
+        channel.start_request(REQUEST, {}, body)
+    in_turn = list(transport.writes)
+    assert len(in_turn) >= 4  # the first (nothing in flight) and at least three pieces of held frames
+    assert all(len(w) <= rc._HOLD_BYTES_MAX + 2 * len(body) for w in in_turn)
+    await asyncio.sleep(0)  # the end of the turn: the rest
+    await asyncio.sleep(0)
+    assert channel.in_flight == count
+    written = b"".join(transport.writes)
+    assert written.count(body) == count
+    assert len(transport.writes) <= count // 16 + 2  # still coalesced, not a write per frame
+    opaques = [opaque for opaque, _ in sorted(channel._futures.items())]
+    assert opaques == sorted(opaques)
+    channel._fail("test over")
+    for future in list(channel._futures.values()):
+        future.exception()

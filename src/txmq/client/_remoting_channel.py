@@ -7,7 +7,9 @@ connection. Requests the broker starts (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER
 
 Frames are coalesced: what is sent during one event-loop turn goes out in one socket write at the end
 of that turn (pipelined sends: one write for many requests instead of one each; a oneway
-END_TRANSACTION shares the write of the next half message). A request sent while nothing else is in
+END_TRANSACTION shares the write of the next half message), or earlier, in pieces of about
+``limits.client_write_hold_bytes_max``, when a turn sends more (the broker works on the first pieces while
+the turn builds the rest instead of both sides taking turns). A request sent while nothing else is in
 flight and nothing is held is written at once (one request at a time waits for no loop turn). Frames
 keep their order on the connection, and none is held longer than the turn it was sent in.
 
@@ -31,7 +33,7 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from txmq.client._backoff import Backoff
-from txmq.common import errors
+from txmq.common import errors, limits
 from txmq.protocol.remoting import (
     NEED_DATA,
     ConnectionClosed,
@@ -48,6 +50,7 @@ RequestHandler = Callable[["RemotingChannel", RemotingCommand], Awaitable[Remoti
 ConnectHook = Callable[["RemotingChannel"], Awaitable[None]]
 
 _DRAIN_ABOVE_BYTES: Final = 1 << 20
+_HOLD_BYTES_MAX: Final = limits.client_write_hold_bytes_max
 _READ_BYTES: Final = 256 * 1024  # one socket read of ordinary frames (asyncio's own read size)
 # a frame at least this large is read straight into a buffer of its own (a pull answer of ~1 MiB:
 # one copy from the socket instead of reads appended to the connection's buffer and copied out);
@@ -81,7 +84,8 @@ class RemotingChannel(asyncio.BufferedProtocol):
         self._futures: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
-        self._held: list[bytes] = []  # frames written at the end of this loop turn
+        self._held: list[bytes] = []  # frames written at the end of this loop turn (or at the cap)
+        self._held_bytes = 0
         # (deadline, opaque, code) of requests in send order, one queue per timeout; see _track_deadline
         self._deadlines: dict[float, collections.deque[tuple[float, int, int]]] = {}
         self._sweep_timer: asyncio.TimerHandle | None = None
@@ -333,10 +337,16 @@ class RemotingChannel(asyncio.BufferedProtocol):
         self._hold(self._conn.send_json_oneway(code, ext_json))
 
     def _hold(self, data: bytes) -> None:
-        """Queue ``data`` for the write at the end of this loop turn."""
-        if not self._held:
+        """Queue ``data`` for the write at the end of this loop turn, or write what is held now once it
+        reaches ``limits.client_write_hold_bytes_max`` (the broker starts on those while the turn goes
+        on building the rest; frames stay in their order)."""
+        held = self._held
+        if not held:
             self._loop.call_soon(self._write_held)
-        self._held.append(data)
+        held.append(data)
+        self._held_bytes += len(data)
+        if self._held_bytes >= _HOLD_BYTES_MAX:
+            self._write_held()
 
     def _write_held(self) -> None:
         if not self._held or self._closed:
@@ -344,6 +354,7 @@ class RemotingChannel(asyncio.BufferedProtocol):
         held = self._held
         data = b"".join(held) if len(held) > 1 else held[0]
         held.clear()
+        self._held_bytes = 0
         try:
             self._out().write(data)
         except (OSError, RuntimeError) as exc:
@@ -360,6 +371,7 @@ class RemotingChannel(asyncio.BufferedProtocol):
             self._held.append(data)
             data = b"".join(self._held)
             self._held.clear()
+            self._held_bytes = 0
         try:
             transport = self._out()
             if data:

@@ -41,6 +41,10 @@ queue_id_max: Final = 65_535  # store format bound; system topics (the timer whe
 frame_bytes_max: Final = 16 * MiB  # remoting NettyDecoder FRAME_MAX_LENGTH
 grpc_message_bytes_max: Final = 16 * MiB
 remoting_header_bytes_max: Final = 64 * KiB
+# the SDK's remoting channel writes the frames of one loop turn together, but no more than this at a
+# time: with many requests sent in one turn (256 in flight) the broker starts on the first ones while
+# the rest are built (async-256 on 2 cores: 22k -> 40k msg/s, benchmarks/results/session22/README.md)
+client_write_hold_bytes_max: Final = 32 * KiB
 
 # Consumption
 receive_batch_max: Final = 1024
