@@ -280,10 +280,7 @@ class MessageStore:
         ``shared``: the caller only adds done callbacks to it, never awaits it (see
         :meth:`GroupCommit.waiter`): it may be the group's one future."""
         topic, fields = _validate(req)
-        if self._closed:
-            raise StorageError("the store is closed")
-        result = self._log.append_one(topic, fields)
-        return result, self._durable(result.physical_offset + result.size, shared)
+        return self._put_one_checked(topic, fields, shared)
 
     def put_record_nowait(
         self, topic: str, fields: codec.RecordFields, shared: bool = False
@@ -291,6 +288,11 @@ class MessageStore:
         """:meth:`put_nowait` for a record whose fields the writer built itself (a half message):
         the same checks (:func:`_check_fields`), without a :class:`PutRequest`."""
         _check_fields(topic, fields)
+        return self._put_one_checked(topic, fields, shared)
+
+    def _put_one_checked(
+        self, topic: str, fields: codec.RecordFields, shared: bool
+    ) -> tuple[AppendResult, Awaitable[None]]:
         if self._closed:
             raise StorageError("the store is closed")
         result = self._log.append_one(topic, fields)

@@ -41,7 +41,7 @@ from txmq.broker.reput import committed_fields, to_real_topic
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.message import MessageView
-from txmq.storage.api import AppendResult, PutRequest, RecordFields, StoredRecord, StoredTuple
+from txmq.storage.api import AppendResult, RecordFields, StoredRecord, StoredTuple
 
 from .decide import ActionKind, CheckPolicy, HalfView, decide, immunity_ms_from_property, next_due_ms
 from .history import EventKind, TxnEvent, TxnRecord, fold, step
@@ -456,16 +456,9 @@ class TransactionService:
         ]
         return events
 
-    def _op_request(self, half_offset: int, event: TxnEvent) -> PutRequest:
-        topic, fields = self._op_record(half_offset, event)
-        return PutRequest(
-            topic=topic, queue_id=0, body=fields.body, properties=fields.properties,
-            born_timestamp_ms=event.at_ms, index_keys=fields.index_keys,
-        )  # fmt: skip
-
     def _op_record(self, half_offset: int, event: TxnEvent) -> tuple[str, RecordFields]:
         """The op record of ``event`` as ``(topic, record fields)`` for ``put_fields_nowait`` (no
-        :class:`PutRequest`; :meth:`_op_request` is the same record as a request)."""
+        :class:`PutRequest`)."""
         key = op_key(half_offset)
         # props.encode({KEYS: key, _HALF_PROPERTY: str(o), TAGS: "d"}), written out: digits only
         properties = f"{props.KEYS}{_SEP}{key}{_END}{_HALF_PROPERTY}{_SEP}{half_offset}{_END}{_OP_TAGS}"
@@ -659,7 +652,9 @@ class TransactionService:
             at_ms=now_ms,
             detail=f"no decision after {self.policy.check_max} delivered checks",
         )
-        appended = await self._store.put_batch([copy, self._op_request(half_offset, event)])
+        records = [self._store.fields_of(copy), self._op_record(half_offset, event)]
+        appended, durable = self._store.put_fields_nowait(records)
+        await durable
         self._apply(half_offset, event, appended[-1].queue_offset)
         self.discarded += 1
         log.warning(
