@@ -569,8 +569,7 @@ class CommitLog:
         for data, first, run in self._runs(locations, limit):
             if data is None:
                 offset, size, tags_code, queue_offset = run[0]
-                fields = self._read_raw(offset, limit, quiet)
-                self._check_unit(fields, offset, size, tags_code, queue_offset, topic, queue_id)
+                fields = self._read_unit(offset, size, tags_code, queue_offset, topic, queue_id, limit, quiet)
                 records.append(fields)
                 continue
             view = memoryview(data)
@@ -579,8 +578,9 @@ class CommitLog:
                     data, offset - first, view, offset, size, queue_id, queue_offset, tags_code, topic
                 )
                 if checked is None:  # the general read's error, or the record found there, checked
-                    checked = self._read_raw(offset, limit, quiet)
-                    self._check_unit(checked, offset, size, tags_code, queue_offset, topic, queue_id)
+                    checked = self._read_unit(
+                        offset, size, tags_code, queue_offset, topic, queue_id, limit, quiet
+                    )
                 records.append(checked)
         return records
 
@@ -601,8 +601,7 @@ class CommitLog:
         for data, first, run in self._runs(locations, limit):
             if data is None:
                 offset, size, tags_code, queue_offset = run[0]
-                fields = self._read_raw(offset, limit, quiet)
-                self._check_unit(fields, offset, size, tags_code, queue_offset, topic, queue_id)
+                fields = self._read_unit(offset, size, tags_code, queue_offset, topic, queue_id, limit, quiet)
                 sink.take_fields(fields)
                 continue
             view = memoryview(data)
@@ -610,9 +609,9 @@ class CommitLog:
                 if not codec.check_into(  # a direct native call when compiled (no boxed arguments)
                     data, offset - first, view, offset, size, queue_id, queue_offset, tags_code, topic, sink
                 ):  # the general read's error, or the record found there, checked
-                    fields = self._read_raw(offset, limit, quiet)
-                    self._check_unit(fields, offset, size, tags_code, queue_offset, topic, queue_id)
-                    sink.take_fields(fields)
+                    sink.take_fields(
+                        self._read_unit(offset, size, tags_code, queue_offset, topic, queue_id, limit, quiet)
+                    )
 
     def units_named(
         self, locations: Sequence[tuple[int, int, int, int]], limit: int, topic: bytes, queue_id: int
@@ -630,15 +629,16 @@ class CommitLog:
                     return False
         return True
 
-    @staticmethod
-    def _check_unit(
-        fields: codec.RawRecord, offset: int, size: int, tags_code: int, queue_offset: int, topic: bytes,
-        queue_id: int,
-    ) -> None:  # fmt: skip
-        """The slow path's check that a record is the one its ConsumeQueue unit names (see
-        :meth:`read_many_raw`; the fast path's is in :func:`codec.split_checked`)."""
+    def _read_unit(
+        self, offset: int, size: int, tags_code: int, queue_offset: int, topic: bytes, queue_id: int,
+        limit: int, quiet: bool,
+    ) -> codec.RawRecord:  # fmt: skip
+        """The slow path of :meth:`read_many_raw` and :meth:`read_many_into`: the record at ``offset`` by a
+        full read (:meth:`_read_raw`: its errors), checked to be the one its ConsumeQueue unit names
+        (the fast path's check is in :func:`codec.split_checked`)."""
+        fields = self._read_raw(offset, limit, quiet)
         if queue_id < 0:
-            return
+            return fields
         if (
             fields[0] != size or fields[1] != queue_id or fields[3] != queue_offset or fields[8] != tags_code
             or codec.names_of(fields[11])[0] != topic
@@ -648,6 +648,7 @@ class CommitLog:
                 f"(queue offset {queue_offset})",
                 offset=offset,
             )
+        return fields
 
     def _read_raw(self, physical_offset: int, limit: int, quiet: bool) -> codec.RawRecord:
         """The slow path of :meth:`read_many_raw`: a full read (its errors), then the record's fields."""
