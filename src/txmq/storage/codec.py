@@ -31,7 +31,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import crc32c
 
@@ -39,6 +39,9 @@ from txmq.common import limits
 from txmq.common.errors import CorruptRecord
 from txmq.storage.api import RecordFields as RecordFields  # re-exported: the layout works on it
 from txmq.storage.api import StoredRecord
+
+if TYPE_CHECKING:  # only in annotations (never evaluated): compiled, a C int64_t; pure Python, an int
+    from mypy_extensions import i64
 
 MAGIC: Final = 0x54584D31  # "TXM1"
 BLANK_MAGIC: Final = 0x54584D30  # "TXM0"
@@ -513,12 +516,6 @@ def split_checked(
             stored_tags, reconsume, prepared, names, properties, view[p:end])  # fmt: skip
 
 
-# The header fields the fused read needs (flag, sys flag and the prepared offset skipped): magic,
-# total size, crc, queue id, queue offset, physical offset, born ts, store ts, tags code, reconsume.
-_FUSED_HEADER: Final = struct.Struct(">IIIi4xqq4xqqqi8x")
-assert _FUSED_HEADER.size == HEADER_BYTES
-
-
 class RecordSink:
     """What a fused queue read (``CommitLog.read_many_into``) hands its records to, instead of a list of
     :data:`RawRecord` tuples: :meth:`take` gets a record :func:`check_into` verified, as the pread
@@ -562,24 +559,22 @@ def check_into(
     tags code, topic, inner lengths adding up, CRC32C over header and body), hand it to
     ``sink.take`` and return True; else False, nothing taken (the caller reads it the general way).
 
-    No RawRecord tuple; only the header fields a pull answer needs are unpacked; the CRC32C runs over
-    a bytes copy of the short part before the body, then on over the body's view (the one the sink
-    gets): one memoryview slice per record instead of two."""
+    No RawRecord tuple, no struct call: only the header fields a pull answer needs are read, as C
+    integers (:func:`_i64_at`); the CRC32C runs over a bytes copy of the short part before the body,
+    then on over the body's view (the one the sink gets): one memoryview slice per record, not two."""
     end_of_record = pos + size
     if end_of_record > len(data) or size < RECORD_BYTES_MIN:
         return False
-    (magic, stored_size, crc, stored_queue_id, stored_queue_offset, physical_offset, born_ts, store_ts,
-     stored_tags, reconsume) = _FUSED_HEADER.unpack_from(data, pos)  # fmt: skip
-    # typed locals: compiled, each compare is of C integers (the unpacked fields are objects)
-    stored_magic: int = magic
-    stored_length: int = stored_size
-    stored_offset: int = physical_offset
-    stored_id: int = stored_queue_id
-    stored_at: int = stored_queue_offset
-    stored_code: int = stored_tags
+    # the header's fields read as C integers straight from the buffer (compiled: no struct call, no
+    # tuple, no int objects), each exactly what HEADER.unpack_from gives (signed where it is signed)
+    base: i64 = pos
+    stored_id = _i32_at(data, base + 12)
+    stored_at = _i64_at(data, base + 20)
+    stored_offset = _i64_at(data, base + 28)
+    stored_code = _i64_at(data, base + 56)
     if (
-        stored_magic != MAGIC
-        or stored_length != size
+        _u32_at(data, base) != MAGIC
+        or _u32_at(data, base + 4) != size
         or stored_offset != offset
         or stored_id != queue_id
         or stored_at != queue_offset
@@ -615,14 +610,33 @@ def check_into(
     if body_end != end_of_record:
         return False
     body = view[body_start:body_end]
-    stored_crc: int = crc
-    if _crc32c(body, _crc32c(data[pos + 12 : body_start])) != stored_crc:
+    if _crc32c(body, _crc32c(data[pos + 12 : body_start])) != _u32_at(data, base + 8):
         return False
     sink.take(
-        data, names_start, p, properties_end, body, stored_id, stored_at, stored_offset, born_ts, store_ts,
-        reconsume,
+        data, names_start, p, properties_end, body, stored_id, stored_at, stored_offset,
+        _i64_at(data, base + 40), _i64_at(data, base + 48), _i32_at(data, base + 64),
     )  # fmt: skip
     return True
+
+
+def _u32_at(data: bytes, at: i64) -> i64:
+    """The big-endian u32 at ``data[at:at + 4]`` (the caller has checked the bounds)."""
+    b0: i64 = data[at]
+    b1: i64 = data[at + 1]
+    b2: i64 = data[at + 2]
+    b3: i64 = data[at + 3]
+    return (b0 << 24) | (b1 << 16) | (b2 << 8) | b3
+
+
+def _i32_at(data: bytes, at: i64) -> i64:
+    """The big-endian signed i32 at ``data[at:at + 4]``."""
+    return (_u32_at(data, at) ^ 0x80000000) - 0x80000000
+
+
+def _i64_at(data: bytes, at: i64) -> i64:
+    """The big-endian signed i64 at ``data[at:at + 8]`` (the high half signed, then scaled: no shift
+    into the sign bit)."""
+    return _i32_at(data, at) * 0x100000000 + _u32_at(data, at + 4)
 
 
 def _overrun(where: int) -> CorruptRecord:
