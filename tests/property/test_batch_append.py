@@ -17,6 +17,7 @@ from txmq.common import limits
 from txmq.common.clock import FakeClock
 from txmq.storage import codec
 from txmq.storage.api import AppendResult, FlushMode, PutRequest, StoreConfig
+from txmq.storage.consume_queue import ConsumeQueue
 from txmq.storage.fs import FaultyFileSystem
 from txmq.storage.store import MessageStore
 
@@ -278,3 +279,55 @@ def test_a_small_batch_that_does_not_fit_its_segment_rolls_whole() -> None:
     store.flush()
     assert [r.body for r in store.read_queue("T", 0, 0, 8).records] == [b"x" * 3000, b"a" * 400]
     assert [r.body for r in store.read_queue("U", 0, 0, 8).records] == [b"b" * 400]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    template=fields_strategy,
+    parts=st.lists(
+        st.tuples(
+            st.sampled_from([b"", b"U\x01a\x02", b"U\x01b\x02", b"U\x01abc\x02"]), st.binary(max_size=64)
+        ),
+        min_size=1,
+        max_size=10,
+    ),
+    pos=st.integers(0, 9),
+    physical=st.integers(0, 1 << 40),
+    first=st.integers(0, 1 << 40),
+)
+def test_a_uniform_batch_encodes_as_records_one_by_one(
+    template: codec.RecordFields, parts: list[tuple[bytes, bytes]], pos: int, physical: int, first: int
+) -> None:
+    """A batch whose records share every header field but properties and body (the send lane's: one
+    queue, one clock reading, no flags) is packed with those fields laid out once; the bytes are still
+    ``codec.encode``'s record by record, also when the properties change length mid-batch."""
+    records = [template._replace(properties=props, body=body) for props, body in parts]
+    data, offsets = _encode_batch(records, pos, physical, first)
+    assert data == _encode_each(records, offsets, first)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.integers(codec.RECORD_BYTES_MIN, 4096), min_size=1, max_size=40),
+    codes=st.one_of(
+        st.integers(-(1 << 63), (1 << 63) - 1).map(lambda code: [code]),  # one code for the whole run
+        st.lists(st.integers(-(1 << 63), (1 << 63) - 1), min_size=2, max_size=3),
+    ),
+    units_per_file=st.integers(1, 16),
+)
+def test_a_run_of_units_writes_the_units_put_one_by_one(
+    sizes: list[int], codes: list[int], units_per_file: int
+) -> None:
+    """``ConsumeQueue.put_run`` (one pack for a batch's units) leaves the files ``put`` unit by unit
+    leaves, whether the run has one tags code or several, across file rolls."""
+    offsets = [1000 + sum(sizes[:i]) for i in range(len(sizes))]
+    tags = [codes[i % len(codes)] for i in range(len(sizes))]
+    run_fs, each_fs = FaultyFileSystem(), FaultyFileSystem()
+    run, each = ConsumeQueue(run_fs, "/q", units_per_file), ConsumeQueue(each_fs, "/q", units_per_file)
+    assert run.put_run(0, offsets, sizes, tags)
+    for i, (offset, size, code) in enumerate(zip(offsets, sizes, tags, strict=True)):
+        assert each.put(i, offset, size, code)
+    run.write()
+    each.write()
+    assert _files(run_fs) == _files(each_fs)
+    assert run.max_physical_offset == each.max_physical_offset == offsets[-1]

@@ -566,11 +566,15 @@ class SendService:
         topic_bytes = topic_name.encode()
         born_host = ctx.born_host.encode()
         zeros = (0,) * count
+        # one distinct tag (the usual batch): its code repeated, no dict lookup per message
+        tags_codes = (
+            (*codes.values(),) * count if len(codes) == 1 else tuple(map(codes.__getitem__, tags_col))
+        )
         # the records as the store's columns (codec.Columns: RecordFields field by field), built
         # column-wise: no RecordFields per message for the store to transpose back
         columns = (
             (topic_bytes,) * count, tuple(queue_ids), bodies, tuple(encoded),
-            tuple(map(codes.__getitem__, tags_col)), zeros, zeros, (now,) * count, (born_host,) * count,
+            tags_codes, zeros, zeros, (now,) * count, (born_host,) * count,
             zeros, zeros, tuple(index_keys),
         )  # fmt: skip
         appended, durable = self._store.put_columns(topic_name, columns)

@@ -128,17 +128,20 @@ def columns(records: Sequence[RecordFields]) -> Columns:
 
 
 def batch_sizes(cols: Columns, store_host: bytes) -> list[int]:
-    """:func:`encoded_size` of every record of ``cols``."""
-    topics, born_hosts = cols[0], cols[8]
-    properties_sizes, body_sizes = map(len, cols[3]), map(len, cols[2])
+    """:func:`encoded_size` of every record of ``cols`` (a compiled loop: ``map(len, ...)`` and
+    ``map(int.__add__, ...)`` cost ~300 instructions an element through builtins)."""
+    topics, born_hosts, bodies, properties = cols[0], cols[8], cols[2], cols[3]
+    sizes: list[int] = []
     if _uniform(topics) and _uniform(born_hosts):
         fixed = RECORD_BYTES_MIN + len(topics[0]) + len(born_hosts[0]) + len(store_host)
-        return list(map(fixed.__add__, map(int.__add__, properties_sizes, body_sizes)))
-    names_sizes = map(len, map(_names_part, topics, born_hosts, repeat(store_host)))
-    return [
-        HEADER_BYTES + 6 + n + p + b
-        for n, p, b in zip(names_sizes, properties_sizes, body_sizes, strict=True)
-    ]
+        for props, body in zip(properties, bodies, strict=True):
+            sizes.append(fixed + len(props) + len(body))
+        return sizes
+    for topic, born_host, props, body in zip(topics, born_hosts, properties, bodies, strict=True):
+        sizes.append(
+            HEADER_BYTES + 6 + len(_names_part(topic, born_host, store_host)) + len(props) + len(body)
+        )
+    return sizes
 
 
 def _uniform(column: tuple[Any, ...]) -> bool:
@@ -163,6 +166,25 @@ def _head(names_size: int, properties_size: int) -> struct.Struct:
     return head
 
 
+_UNIFORM_MID = struct.Struct(">Iii")  # crc (0 until computed), queue id, flag: bytes [8, 20)
+_UNIFORM_TAIL = struct.Struct(">iqqqiq")  # sys flag .. prepared offset: bytes [36, 76)
+_uniform_heads: dict[tuple[int, int], struct.Struct] = {}
+
+
+def _uniform_head(tail_size: int, properties_size: int) -> struct.Struct:
+    """The struct of a record up to its body when the batch's constant fields come pre-packed (see
+    :func:`encode_batch_into`): magic, size, the crc/queue id/flag bytes, queue offset, physical
+    offset, the constant tail (header fields, names part, properties length), the properties and the
+    body's length. Cached as :func:`_head` is."""
+    key = (tail_size, properties_size)
+    head = _uniform_heads.get(key)
+    if head is None:
+        head = struct.Struct(f">II12sqq{tail_size}s{properties_size}sI")
+        if len(_uniform_heads) < _HEADS_MAX:
+            _uniform_heads[key] = head
+    return head
+
+
 def encode_batch_into(
     buf: bytearray,
     pos: int,
@@ -179,9 +201,18 @@ def encode_batch_into(
 
     The same bytes as :func:`encode_into` record by record: per record one pack of everything up to
     the body (a struct cached per names and properties size: no per-batch format to build and
-    compile), one copy of the body and one CRC32C call."""
+    compile), one copy of the body and one CRC32C call. A batch whose header fields other than the
+    offsets are one value each (the send lane's: one queue, one clock reading, no flags) has them
+    packed once (:func:`_encode_uniform`): per record 8 fields to pack instead of 19."""
     (topics, queue_ids, bodies, properties, tags_codes, flags, sys_flags, born_ms, born_hosts,
      reconsume_times, prepared_offsets, _) = cols  # fmt: skip
+    if (
+        _uniform(topics) and _uniform(born_hosts) and _uniform(queue_ids) and _uniform(flags)
+        and _uniform(sys_flags) and _uniform(born_ms) and _uniform(tags_codes) and _uniform(reconsume_times)
+        and _uniform(prepared_offsets)
+    ):  # fmt: skip
+        return _encode_uniform(buf, pos, physical_offset, cols, sizes, store_host, queue_offsets,
+                               store_timestamp_ms)  # fmt: skip
     count = len(sizes)
     offsets: list[int] = []
     if _uniform(topics) and _uniform(born_hosts):
@@ -210,7 +241,49 @@ def encode_batch_into(
             head.pack_into(buf, at, MAGIC, size, 0, queue_id, flag, queue_offset, offset, sys_flag, born,
                            store_timestamp_ms, tags_code, reconsume, prepared, names, len(props), props,
                            len(body))  # fmt: skip
-            buf[end - len(body) : end] = body
+            view[end - len(body) : end] = body  # a bytearray's slice would copy ``body`` first
+            pack_crc(buf, at + 8, _crc32c(view[at + 12 : end]))
+            offsets.append(offset)
+            offset += size
+    return offsets
+
+
+def _encode_uniform(
+    buf: bytearray, pos: int, physical_offset: int, cols: Columns, sizes: Sequence[int], store_host: bytes,
+    queue_offsets: Iterable[int], store_timestamp_ms: int,
+) -> list[int]:  # fmt: skip
+    """:func:`encode_batch_into` for a batch whose records differ only in properties, body, size and
+    offsets: the crc placeholder, queue id and flag are packed once (12 bytes), and so are the header
+    fields from the sys flag to the prepared offset, the names part and, per properties size, the
+    properties' length (the tail); each record then packs 8 fields (two of them 64-bit integers,
+    where the general struct converts six). The same bytes: the fields land where :data:`HEADER` and
+    the names part put them."""
+    (topics, queue_ids, bodies, properties, tags_codes, flags, sys_flags, born_ms, born_hosts,
+     reconsume_times, prepared_offsets, _) = cols  # fmt: skip
+    mid = _UNIFORM_MID.pack(0, queue_ids[0], flags[0])
+    fixed = _UNIFORM_TAIL.pack(
+        sys_flags[0], born_ms[0], store_timestamp_ms, tags_codes[0], reconsume_times[0], prepared_offsets[0]
+    ) + _names_part(topics[0], born_hosts[0], store_host)  # fmt: skip
+    properties_size: int = len(properties[0])
+    tail = fixed + _U16.pack(properties_size)
+    head = _uniform_head(len(tail), properties_size)
+    pack_crc = _U32.pack_into
+    shift = pos - physical_offset  # a record's position in ``buf`` is its log offset + shift
+    offset = physical_offset
+    offsets: list[int] = []
+    size: int
+    at: int
+    end: int
+    with memoryview(buf) as view:
+        for size, queue_offset, props, body in zip(sizes, queue_offsets, properties, bodies, strict=True):
+            if len(props) != properties_size:
+                properties_size = len(props)
+                tail = fixed + _U16.pack(properties_size)
+                head = _uniform_head(len(tail), properties_size)
+            at = offset + shift
+            end = at + size
+            head.pack_into(buf, at, MAGIC, size, mid, queue_offset, offset, tail, props, len(body))
+            view[end - len(body) : end] = body  # a bytearray's slice would copy ``body`` first
             pack_crc(buf, at + 8, _crc32c(view[at + 12 : end]))
             offsets.append(offset)
             offset += size

@@ -25,8 +25,6 @@ import struct
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
-from typing import cast
 
 from txmq.common import limits
 from txmq.common.invariant import invariant
@@ -41,8 +39,12 @@ _SMALL_BATCH = limits.index_small_batch
 
 @functools.lru_cache(maxsize=64)
 def _entries(count: int) -> struct.Struct:
-    """``count`` entries packed by one call (a batch's)."""
-    return struct.Struct(">" + "Qqq" * count)
+    """``count`` entries packed by one call (a batch's): each the key's 8-byte digest (the hash as
+    stored, big-endian), its offset and the store time packed once (8 bytes): :data:`ENTRY`'s bytes."""
+    return struct.Struct(">" + "8sq8s" * count)
+
+
+_I64 = struct.Struct(">q")
 
 
 def no_keys(topic: str, properties: bytes) -> list[str]:
@@ -78,6 +80,9 @@ class IndexFile:
     path: str
     handle: FileHandle | None
     sealed: SealedFile | None = None
+
+
+_NO_PREVIOUS = array("q", (-1,))
 
 
 class ActiveEntries:
@@ -120,8 +125,8 @@ class ActiveEntries:
         first = len(self.offsets)
         head.update(zip(hashes, range(first, first + count), strict=True))
         self.offsets.extend(offsets)
-        self.stamps.extend(repeat(store_ms, count))
-        self.previous.extend(repeat(-1, count))
+        self.stamps.extend(array("q", (store_ms,)) * count)  # one copy, not an iterator step each
+        self.previous.extend(_NO_PREVIOUS * count)
         return True
 
     def newest_first(self, hashed: int) -> Iterator[tuple[int, int]]:
@@ -192,18 +197,29 @@ class KeyIndex:
                 self.add(topic, props, offset, store_ms, given)
             return
         self._last_offset = offsets[-1]
-        known: Sequence[Sequence[str]] = [
-            self.keys_fn(t, p) if k is None else k for t, p, k in zip(topics, properties, keys, strict=True)
-        ] if None in keys else cast("Sequence[Sequence[str]]", keys)  # fmt: skip
-        flat_keys = list(chain.from_iterable(known))
+        # one compiled pass: each key with its record's offset (no chain/repeat/map objects per record)
+        keys_fn = self.keys_fn
+        flat_keys: list[str] = []
+        key_offsets: list[int] = []
+        for topic, props, offset, given in zip(topics, properties, offsets, keys, strict=True):
+            for key in keys_fn(topic, props) if given is None else given:
+                flat_keys.append(key)
+                key_offsets.append(offset)
         if not flat_keys:
             return
-        key_offsets = list(chain.from_iterable(map(repeat, offsets, map(len, known))))
-        hashes = key_hashes(flat_keys)
+        digests = [_blake2b(key.encode(), digest_size=8).digest() for key in flat_keys]
+        count = len(digests)
+        hashes = list(_u64s(count).unpack(b"".join(digests)))
         if self.active.extend_new(hashes, key_offsets, store_ms):
-            self._pending += _entries(len(hashes)).pack(
-                *chain.from_iterable(zip(hashes, key_offsets, repeat(store_ms)))
-            )
+            # an entry's hash as stored is its digest (big-endian u64) and the store time is one
+            # value: both go in as bytes, only the offset is converted per entry
+            stamp = _I64.pack(store_ms)
+            args: list[object] = []
+            for digest, offset in zip(digests, key_offsets, strict=True):
+                args.append(digest)
+                args.append(offset)
+                args.append(stamp)
+            self._pending += _entries(count).pack(*args)
             return
         for hashed, offset in zip(hashes, key_offsets, strict=True):
             if self.active.append(hashed, offset, store_ms):
