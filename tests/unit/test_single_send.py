@@ -130,3 +130,22 @@ def test_message_ids_are_unique_across_threads() -> None:
         thread.join()
     every = [i for out in seen for i in out]
     assert len(set(every)) == len(every) == 20_000
+
+
+@pytest.mark.parametrize("given", [None, ""])
+def test_a_missing_or_empty_message_id_is_made(given: str | None) -> None:
+    from txmq.client._remoting import RemotingTransport
+
+    transport = RemotingTransport("127.0.0.1:9876")
+    for message in (
+        Message("orders", b"x", message_id=given),
+        Message("orders", b"x", tags="a", message_id=given),
+    ):
+        ext_json, _, message_id = transport._single_request(_TARGET, message, "g", 3)
+        assert len(message_id) == 34 and message_id in ext_json
+
+
+def test_a_given_message_id_is_kept() -> None:
+    headers = single.SendHeaders()
+    _, _, message_id = headers.request(_TARGET, Message("orders", b"x", message_id="MINE"), "g", 3)
+    assert message_id == "MINE"

@@ -107,7 +107,7 @@ class SendHeaders:
                     bytes(message.body),
                     message_id,
                 )
-        message_id = given if given is not None else msgid.new_message_id(now)
+        message_id = given or msgid.new_message_id(now)  # an empty id is made, as before
         properties = props_text(conv.message_properties(message, message_id, producer_group))
         return (
             f"{head}{now}{BORN_TO_PROPERTIES}{json_quote(properties)}{tail}",
