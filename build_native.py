@@ -59,6 +59,7 @@ NATIVE_MODULES: list[str] = [
     "txmq.server.remoting_transport",
     "txmq.client._remoting_channel",
     "txmq.client._remoting_convert",
+    "txmq.client._single",
     "txmq.common.message",
     "txmq.common.properties",
     "txmq.common.msgid",

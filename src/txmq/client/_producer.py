@@ -19,7 +19,9 @@ from typing import Any, Final
 
 from txmq.client._backoff import Backoff, ClientStatus
 from txmq.client._factory import TransportName, make_transport
+from txmq.client._remoting import RemotingTransport
 from txmq.client._selectors import MessageQueueSelector, entry_bytes
+from txmq.client._single import send_result
 from txmq.client._transport import Feature, Transport
 from txmq.client._window import InFlightWindow
 from txmq.common import errors, limits, names
@@ -65,6 +67,7 @@ class Producer:
         self.transport = make_transport(endpoints, transport, request_timeout_s=send_timeout_s)
         self._owns_transport = isinstance(transport, str)
         self._queue_selection = self.transport.supports(Feature.QUEUE_SELECTION)
+        self._remoting = self.transport if isinstance(self.transport, RemotingTransport) else None
         self._backoff = backoff or Backoff(initial_s=0.02, max_s=1.0)
         self._max_in_flight = (max_in_flight, max_in_flight_bytes)
         self._window: InFlightWindow | None = None
@@ -200,6 +203,24 @@ class Producer:
         if not window.try_acquire(nbytes):
             await window.acquire(nbytes, timeout)
         try:
+            remoting = self._remoting
+            if remoting is not None and selector is None:
+                # The common case over remoting (a pinned queue, or a known route and no ordering): the
+                # first attempt is started here and its answer awaited in this coroutine, with no
+                # transport or channel coroutine per message; retries go the general way.
+                mq = queue
+                if mq is None and message.message_group is None:
+                    known = remoting.cached_write_queues(message.topic)
+                    if known:
+                        mq = known[next(self._round_robin) % len(known)]
+                if mq is not None:
+                    try:
+                        started = remoting.start_single(mq, message, self.group, timeout)
+                        if started is not None:
+                            return send_result(mq, started[1], await started[0])
+                    except errors.TxmqError as exc:
+                        await self._before_retry(exc, 0, mq, message.topic)
+                        return (await self._send_with_retries([message], None, None, queue, timeout, 1))[0]
             if queue is None or not self._queue_selection:
                 return (await self._send_with_retries([message], selector, arg, queue, timeout))[0]
             # a pinned queue: the first attempt without the retry loop's coroutine

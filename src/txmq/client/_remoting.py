@@ -25,7 +25,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from txmq.client import _remoting_convert as conv
-from txmq.client._remoting_channel import ChannelPool, RemotingChannel
+from txmq.client import _single as single
+from txmq.client._remoting_channel import _DRAIN_ABOVE_BYTES, ChannelPool, RemotingChannel
 from txmq.client._transport import (
     CheckHandler,
     CheckRequest,
@@ -41,7 +42,6 @@ from txmq.client._transport import (
     TransactionRef,
 )
 from txmq.common import errors, limits, msgid, names
-from txmq.common import properties as props
 from txmq.common.message import Message, MessageQueue, MessageView, SendResult
 from txmq.protocol.remoting import bodies, headers
 from txmq.protocol.remoting.codes import (
@@ -62,12 +62,6 @@ from txmq.protocol.remoting.status import error_for_response
 
 log = logging.getLogger(__name__)
 
-_SEND_OK = (
-    ResponseCode.SUCCESS,
-    ResponseCode.FLUSH_DISK_TIMEOUT,
-    ResponseCode.FLUSH_SLAVE_TIMEOUT,
-    ResponseCode.SLAVE_NOT_AVAILABLE,
-)
 _PULL_STATUS = {
     ResponseCode.SUCCESS: PullStatus.FOUND,
     ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MESSAGE,
@@ -415,26 +409,8 @@ class RemotingTransport:
         self, mq: MessageQueue, message: Message, producer_group: str, queue_id: int
     ) -> tuple[str, bytes, str]:
         """``_send_request`` of one message with the header rendered as JSON text: its constant
-        fields once per queue (``_SendHeaders``), only the time and the properties per message."""
-        now = int(time.time() * 1000)
-        head, tail = self._headers.parts(producer_group, mq, queue_id, conv.sys_flag_of(message))
-        if message.message_id is None and _plain(message):
-            plain = self._headers.plain_properties(producer_group, message.transactional)
-            if plain is not None:
-                # our own id (hex: nothing to escape) between the group's quoted property text parts
-                message_id = msgid.new_message_id(now)
-                return (
-                    f"{head}{now}{_BORN_TO_PROPERTIES}{plain[0]}{message_id}{plain[1]}{tail}",
-                    bytes(message.body),
-                    message_id,
-                )
-        message_id = message.message_id or msgid.new_message_id(now)
-        properties = _props_text(conv.message_properties(message, message_id, producer_group))
-        return (
-            f"{head}{now}{_BORN_TO_PROPERTIES}{json_quote(properties)}{tail}",
-            bytes(message.body),
-            message_id,
-        )
+        fields once per queue (``_single.SendHeaders``), only the time and the properties per message."""
+        return self._headers.request(mq, message, producer_group, queue_id)
 
     async def send(
         self, mq: MessageQueue | None, messages: Sequence[Message], *, producer_group: str, timeout_s: float
@@ -450,7 +426,7 @@ class RemotingTransport:
             future = channel.start_json_request(
                 RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s
             )
-            return _send_results(target, [message_id], await channel.answer(future))
+            return [single.send_result(target, message_id, await channel.answer(future))]
         code, ext, body, ids = self._send_request(target, messages, producer_group, queue_id)
         response = await channel.request(code, ext, body, timeout_s=timeout_s)
         return _send_results(target, ids, response)
@@ -468,11 +444,10 @@ class RemotingTransport:
         if started is None:
             return False
         future, message_id = started
-        ids = [message_id]
 
         def answered(future: asyncio.Future[RemotingCommand]) -> None:
             try:
-                result = _send_results(mq, ids, future.result())[0]
+                result = single.send_result(mq, message_id, future.result())
             except BaseException as exc:  # noqa: BLE001 - handed to ``done``, as ``send`` would raise it
                 done(None, exc)
             else:
@@ -492,14 +467,28 @@ class RemotingTransport:
         channel = None if addr is None else self._pool.open_channel(addr)
         if channel is None:
             return None
-        ext_json, body, message_id = self._single_request(mq, message, producer_group, mq.queue_id)
+        ext_json, body, message_id = self._headers.request(mq, message, producer_group, mq.queue_id)
         future = channel.start_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s)
         return future, message_id
 
-    @staticmethod
-    def send_result(mq: MessageQueue, message_id: str, response: RemotingCommand) -> SendResult:
-        """The ``SendResult`` of a ``start_send_request`` to ``mq`` answered with ``response``."""
-        return _send_results(mq, [message_id], response)[0]
+    def start_single(
+        self, mq: MessageQueue, message: Message, producer_group: str, timeout_s: float
+    ) -> tuple[asyncio.Future[RemotingCommand], str] | None:
+        """``start_send_request`` for ``Producer.send``, which awaits the future itself (no
+        ``send`` and ``RemotingChannel.answer`` coroutines per message): also None (nothing sent)
+        when the connection's socket buffer is over the mark ``answer`` drains at, so such a send
+        goes through ``send`` and waits for the drain as before."""
+        addr = self._broker_addrs.get(mq.broker_name)
+        channel = None if addr is None else self._pool.open_channel(addr)
+        if channel is None or channel._out().get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
+            return None
+        ext_json, body, message_id = self._headers.request(mq, message, producer_group, mq.queue_id)
+        future = channel.start_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s)
+        return future, message_id
+
+    # send_result(mq, message_id, response): the ``SendResult`` of a ``start_send_request`` to ``mq``
+    # answered with ``response`` (compiled, no frame of its own here)
+    send_result = staticmethod(single.send_result)
 
     async def send_oneway(self, mq: MessageQueue | None, message: Message, *, producer_group: str) -> None:
         target = mq or await self._any_mq(message.topic)
@@ -708,103 +697,13 @@ def _no_pop() -> errors.Unsupported:
     )
 
 
-_ID_MARK = "<ID>"  # stands for the message id in a plain message's property template (no group has "<")
+# the single send's per-message half lives in the compiled ``_single`` (these names are its, kept here)
+_ID_MARK = single.ID_MARK
+_BORN_TO_PROPERTIES = single.BORN_TO_PROPERTIES
+_plain = single.plain
+_SendHeaders = single.SendHeaders
+_render_parts = single.render_parts
+_send_results = single.send_results
 
 
-def _plain(message: Message) -> bool:
-    """A message whose properties are only its id, the transaction flag and the producer group."""
-    return (
-        not message.properties
-        and not message.tags
-        and not message.keys
-        and message.message_group is None
-        and not message.delay_level
-        and message.delivery_timestamp_ms is None
-        and message.check_immunity_s is None
-    )
-
-
-_BORN_TO_PROPERTIES = '","h":"0","i":'  # the SEND_MESSAGE_V2 header between born time and properties
-
-
-class _SendHeaders:
-    """The constant parts of SEND_MESSAGE_V2 headers as JSON text, per (group, queue, flag): the
-    fields before the born time, and those after the properties, rendered as ``headers.send_v2_fields``
-    and ``frame`` would (tests/unit/test_remoting_frame.py compares the frames byte for byte)."""
-
-    def __init__(self, max_entries: int = 4096) -> None:
-        self._parts: dict[tuple[str, str, int, int, str], tuple[str, str]] = {}
-        self._plain: dict[tuple[str, bool], tuple[str, str] | None] = {}
-        self._max_entries = max_entries
-
-    def plain_properties(self, producer_group: str, transactional: bool) -> tuple[str, str] | None:
-        """The properties field of a plain message (``_plain``) as quoted JSON text around its message
-        id: ``json_quote(_props_text(conv.message_properties(...)))`` split where the id goes; None
-        when that text does not split once (then the caller goes the general way)."""
-        key = (producer_group, transactional)
-        parts = self._plain.get(key)
-        if parts is None:
-            if len(self._plain) >= self._max_entries:
-                self._plain.clear()
-            template = Message("t", b"", transactional=transactional)
-            quoted = json_quote(_props_text(conv.message_properties(template, _ID_MARK, producer_group)))
-            before, mark, after = quoted.partition(_ID_MARK)
-            parts = self._plain[key] = (before, after) if mark and _ID_MARK not in after else None
-        return parts
-
-    def parts(self, producer_group: str, mq: MessageQueue, queue_id: int, sys_flag: int) -> tuple[str, str]:
-        key = (producer_group, mq.topic, queue_id, sys_flag, mq.broker_name)
-        parts = self._parts.get(key)
-        if parts is None:
-            if len(self._parts) >= self._max_entries:
-                self._parts.clear()
-            parts = self._parts[key] = _render_parts(producer_group, mq, queue_id, sys_flag)
-        return parts
-
-
-def _render_parts(producer_group: str, mq: MessageQueue, queue_id: int, sys_flag: int) -> tuple[str, str]:
-    ext = headers.send_v2_fields(
-        producer_group or "DEFAULT_PRODUCER", mq.topic, names.DEFAULT_TOPIC, limits.queues_per_topic_default,
-        queue_id, sys_flag, 0, "", False, mq.broker_name,
-    )  # fmt: skip
-    items = [json_quote(k) + ":" + json_quote(v) for k, v in ext.items()]
-    keys = list(ext)
-    born, after = keys.index("g"), keys.index("i") + 1
-    head = "{" + ",".join(items[:born]) + ',"g":"'
-    if ext["h"] != "0" or keys[born + 1 : after] != ["h", "i"]:
-        raise AssertionError("send_v2_fields changed its layout: update _BORN_TO_PROPERTIES")
-    return head, "".join("," + item for item in items[after:]) + "}"
-
-
-def _send_results(target: MessageQueue, ids: list[str], response: RemotingCommand) -> list[SendResult]:
-    """The results of a send to ``target`` of messages ``ids``; raises what the response code means."""
-    if response.code not in _SEND_OK:
-        raise error_for_response(response.code, response.remark)
-    answer = headers.parse_send_response(response.ext_fields)
-    queue = (
-        target
-        if answer.queue_id == target.queue_id
-        else MessageQueue(target.topic, answer.queue_id, target.broker_name)
-    )
-    if len(ids) == 1:
-        offset_id = answer.msg_id.split(",", 1)[0]
-        return [
-            SendResult(
-                ids[0], queue, answer.queue_offset, answer.transaction_id, offset_id, answer.recall_handle
-            )
-        ]
-    offset_ids = answer.msg_id.split(",")
-    base, transaction_id, recall_handle, known = (
-        answer.queue_offset, answer.transaction_id, answer.recall_handle, len(offset_ids)
-    )  # fmt: skip
-    # positional: a class call with keywords builds a dict of them, one result per message
-    return [
-        SendResult(
-            ids[i], queue, base + i, transaction_id, offset_ids[i] if i < known else None, recall_handle
-        )
-        for i in range(len(ids))
-    ]
-
-
-def _props_text(properties: dict[str, str]) -> str:
-    return props.encode(properties).decode("utf-8")
+_props_text = single.props_text

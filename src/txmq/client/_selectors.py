@@ -40,7 +40,10 @@ def select_by_hash(queues: Sequence[MessageQueue], message: Message, arg: Any) -
 
 
 def entry_bytes(message: Message) -> int:
-    props = sum(len(k) + len(v) + 2 for k, v in message.properties.items())
+    properties = message.properties
+    if not properties:  # most sends: no generator and sum per message
+        return len(message.body) + _ENTRY_OVERHEAD_BYTES
+    props = sum(len(k) + len(v) + 2 for k, v in properties.items())
     return len(message.body) + props + _ENTRY_OVERHEAD_BYTES
 
 

@@ -17,6 +17,8 @@ from txmq.common.fastinit import slot_init
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _BODY_TYPES = (bytes, bytearray, memoryview)
+_TOPICS_OK: set[str] = set()  # topics names.validate_topic passed (a user's: allow_system=False)
+_TOPICS_OK_MAX = 1024
 
 
 class MessageType(enum.IntEnum):
@@ -125,7 +127,12 @@ class Message:
 
     def validate(self) -> None:
         """Client-side checks with the broker's limits; raises a specific ``InvalidArgument``."""
-        names.validate_topic(self.topic)
+        topic = self.topic
+        if type(topic) is not str or topic not in _TOPICS_OK:  # a topic is checked once (per 1,024)
+            names.validate_topic(topic)
+            if len(_TOPICS_OK) >= _TOPICS_OK_MAX:
+                _TOPICS_OK.clear()
+            _TOPICS_OK.add(topic)
         if not isinstance(self.body, _BODY_TYPES):
             raise errors.InvalidArgument("the message body must be bytes")
         check_content(len(self.body), self.tags, self.keys, self.message_group)

@@ -1,0 +1,219 @@
+"""One message's SEND_MESSAGE_V2 over remoting: its header as JSON text, and its ``SendResult``.
+
+The per-message half of a single send (``RemotingTransport._single_request`` and the result read
+from the answer), kept apart from the transport's coroutines so it is compiled with mypyc
+(``build_native.py``): it runs once per send, pipelined sends run it tens of thousands of times a
+second. ``tests/unit/test_send_header_template.py`` holds the frames byte for byte to the general
+way (``headers.send_v2_fields``), ``tests/unit/test_single_send.py`` the results to
+``headers.parse_send_response``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Final
+
+from txmq.client import _remoting_convert as conv
+from txmq.common import limits, msgid, names
+from txmq.common import properties as props
+from txmq.common.message import Message, MessageQueue, SendResult
+from txmq.protocol.remoting import headers
+from txmq.protocol.remoting.codes import ResponseCode
+from txmq.protocol.remoting.command import RemotingCommand
+from txmq.protocol.remoting.frame import json_quote
+from txmq.protocol.remoting.status import error_for_response
+
+SEND_OK: Final = (
+    ResponseCode.SUCCESS,
+    ResponseCode.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE,
+)
+_SUCCESS: Final = int(ResponseCode.SUCCESS)
+ID_MARK: Final = "<ID>"  # stands for the message id in a plain message's property template (no group has "<")
+BORN_TO_PROPERTIES: Final = '","h":"0","i":'  # the SEND_MESSAGE_V2 header between born time and properties
+_DIGITS_MAX: Final = 18  # headers._plain_int's bound: int() and Java's parseLong read these alike
+
+
+def plain(message: Message) -> bool:
+    """A message whose properties are only its id, the transaction flag and the producer group."""
+    return (
+        not message.properties
+        and not message.tags
+        and not message.keys
+        and message.message_group is None
+        and not message.delay_level
+        and message.delivery_timestamp_ms is None
+        and message.check_immunity_s is None
+    )
+
+
+def props_text(properties: dict[str, str]) -> str:
+    return props.encode(properties).decode("utf-8")
+
+
+class SendHeaders:
+    """The constant parts of SEND_MESSAGE_V2 headers as JSON text, per (group, queue, flag): the
+    fields before the born time, and those after the properties, rendered as ``headers.send_v2_fields``
+    and ``frame`` would (tests/unit/test_remoting_frame.py compares the frames byte for byte)."""
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self._parts: dict[tuple[str, str, int, int, str], tuple[str, str]] = {}
+        self._plain: dict[tuple[str, bool], tuple[str, str] | None] = {}
+        self._max_entries = max_entries
+
+    def plain_properties(self, producer_group: str, transactional: bool) -> tuple[str, str] | None:
+        """The properties field of a plain message (``plain``) as quoted JSON text around its message
+        id: ``json_quote(props_text(conv.message_properties(...)))`` split where the id goes; None
+        when that text does not split once (then the caller goes the general way)."""
+        key = (producer_group, transactional)
+        if key in self._plain:
+            return self._plain[key]
+        if len(self._plain) >= self._max_entries:
+            self._plain.clear()
+        template = Message("t", b"", transactional=transactional)
+        quoted = json_quote(props_text(conv.message_properties(template, ID_MARK, producer_group)))
+        before, mark, after = quoted.partition(ID_MARK)
+        parts = (before, after) if mark and ID_MARK not in after else None
+        self._plain[key] = parts
+        return parts
+
+    def parts(self, producer_group: str, mq: MessageQueue, queue_id: int, sys_flag: int) -> tuple[str, str]:
+        key = (producer_group, mq.topic, queue_id, sys_flag, mq.broker_name)
+        parts = self._parts.get(key)
+        if parts is None:
+            if len(self._parts) >= self._max_entries:
+                self._parts.clear()
+            parts = render_parts(producer_group, mq, queue_id, sys_flag)
+            self._parts[key] = parts
+        return parts
+
+    def request(
+        self, mq: MessageQueue, message: Message, producer_group: str, queue_id: int
+    ) -> tuple[str, bytes, str]:
+        """One message's SEND_MESSAGE_V2 header as JSON text, its body and its message id: the constant
+        fields once per queue, only the time and the properties per message."""
+        now = int(time.time() * 1000)
+        head, tail = self.parts(producer_group, mq, queue_id, conv.sys_flag_of(message))
+        given = message.message_id
+        if given is None and plain(message):
+            around = self.plain_properties(producer_group, message.transactional)
+            if around is not None:
+                # our own id (hex: nothing to escape) between the group's quoted property text parts
+                message_id = msgid.new_message_id(now)
+                return (
+                    f"{head}{now}{BORN_TO_PROPERTIES}{around[0]}{message_id}{around[1]}{tail}",
+                    bytes(message.body),
+                    message_id,
+                )
+        message_id = given or msgid.new_message_id(now)  # an empty id is made, as before
+        properties = props_text(conv.message_properties(message, message_id, producer_group))
+        return (
+            f"{head}{now}{BORN_TO_PROPERTIES}{json_quote(properties)}{tail}",
+            bytes(message.body),
+            message_id,
+        )
+
+
+def render_parts(producer_group: str, mq: MessageQueue, queue_id: int, sys_flag: int) -> tuple[str, str]:
+    ext = headers.send_v2_fields(
+        producer_group or "DEFAULT_PRODUCER", mq.topic, names.DEFAULT_TOPIC, limits.queues_per_topic_default,
+        queue_id, sys_flag, 0, "", False, mq.broker_name,
+    )  # fmt: skip
+    items = [json_quote(k) + ":" + json_quote(v) for k, v in ext.items()]
+    keys = list(ext)
+    born, after = keys.index("g"), keys.index("i") + 1
+    head = "{" + ",".join(items[:born]) + ',"g":"'
+    if ext["h"] != "0" or keys[born + 1 : after] != ["h", "i"]:
+        raise AssertionError("send_v2_fields changed its layout: update BORN_TO_PROPERTIES")
+    return head, "".join("," + item for item in items[after:]) + "}"
+
+
+# the queue ids an answer names: one dict lookup instead of the plain-decimal check (canonical
+# spellings only, so anything else still goes to _plain_int)
+_SMALL_INTS: Final[dict[str, int]] = {str(i): i for i in range(-1, 1024)}
+_new_result: Final = object.__new__
+_SLOTS: Final = SendResult.__dict__
+_set_message_id: Final = _SLOTS["message_id"].__set__
+_set_queue: Final = _SLOTS["queue"].__set__
+_set_queue_offset: Final = _SLOTS["queue_offset"].__set__
+_set_transaction_id: Final = _SLOTS["transaction_id"].__set__
+_set_offset_message_id: Final = _SLOTS["offset_message_id"].__set__
+_set_recall_handle: Final = _SLOTS["recall_handle"].__set__
+if [f.name for f in dataclasses.fields(SendResult)] != [
+    "message_id", "queue", "queue_offset", "transaction_id", "offset_message_id", "recall_handle",
+]:  # fmt: skip
+    raise AssertionError("SendResult's fields changed: update send_result's setters")
+
+
+def _plain_int(raw: str) -> int | None:
+    """``headers._plain_int``: ``raw`` as an int when it is a plain decimal (ASCII digits, optional
+    ``-``, at most 18 digits); None sends the caller to the general parser."""
+    digits = raw[1:] if raw[:1] == "-" else raw
+    if digits.isdecimal() and digits.isascii() and len(digits) <= _DIGITS_MAX:
+        return int(raw)
+    return None
+
+
+def send_result(target: MessageQueue, message_id: str, response: RemotingCommand) -> SendResult:
+    """The result of one message sent to ``target`` and answered with ``response``: what
+    ``send_results(target, [message_id], response)[0]`` gives, read straight from the answer's fields
+    when they are plain (no ``SendMessageResponseHeader``, no list); raises what the code means."""
+    code = response.code
+    if code == _SUCCESS:
+        ext = response.ext_fields
+        offset_ids, raw_queue, raw_offset = ext.get("msgId"), ext.get("queueId"), ext.get("queueOffset")
+        if offset_ids is not None and raw_queue is not None and raw_offset is not None:
+            queue_id = _SMALL_INTS.get(raw_queue)
+            if queue_id is None:
+                queue_id = _plain_int(raw_queue)
+            queue_offset = _plain_int(raw_offset)
+            if queue_id is not None and queue_offset is not None:
+                queue = (
+                    target
+                    if queue_id == target.queue_id
+                    else MessageQueue(target.topic, queue_id, target.broker_name)
+                )
+                comma = offset_ids.find(",")
+                # SendResult(...) with its six slots set here: a class call runs slot_init's
+                # interpreted __init__ (~5k instructions), this ~1.5k; tests/unit/test_single_send.py
+                result: SendResult = _new_result(SendResult)
+                _set_message_id(result, message_id)
+                _set_queue(result, queue)
+                _set_queue_offset(result, queue_offset)
+                _set_transaction_id(result, ext.get("transactionId"))
+                _set_offset_message_id(result, offset_ids if comma < 0 else offset_ids[:comma])
+                _set_recall_handle(result, ext.get("recallHandle"))
+                return result
+    return send_results(target, [message_id], response)[0]
+
+
+def send_results(target: MessageQueue, ids: list[str], response: RemotingCommand) -> list[SendResult]:
+    """The results of a send to ``target`` of messages ``ids``; raises what the response code means."""
+    if response.code not in SEND_OK:
+        raise error_for_response(response.code, response.remark)
+    answer = headers.parse_send_response(response.ext_fields)
+    queue = (
+        target
+        if answer.queue_id == target.queue_id
+        else MessageQueue(target.topic, answer.queue_id, target.broker_name)
+    )
+    if len(ids) == 1:
+        offset_id = answer.msg_id.split(",", 1)[0]
+        return [
+            SendResult(
+                ids[0], queue, answer.queue_offset, answer.transaction_id, offset_id, answer.recall_handle
+            )
+        ]
+    offset_ids = answer.msg_id.split(",")
+    base, transaction_id, recall_handle, known = (
+        answer.queue_offset, answer.transaction_id, answer.recall_handle, len(offset_ids)
+    )  # fmt: skip
+    # positional: a class call with keywords builds a dict of them, one result per message
+    return [
+        SendResult(
+            ids[i], queue, base + i, transaction_id, offset_ids[i] if i < known else None, recall_handle
+        )
+        for i in range(len(ids))
+    ]
