@@ -7,10 +7,6 @@ reuse the request's ``opaque`` (the request id) and serialize type. ``code`` is 
 clients (ali-ons) put there.
 
 The dataclass is frozen but ``ext_fields`` is a plain dict for speed: treat it as read-only.
-
-Compiled, it is a native mypyc class (two are built per request, the request and its response): a
-constructor call is one C call, with no interpreted ``__init__``; the price is that its fields'
-types are checked when it is built (``TypeError``) and that it cannot be pickled or subclassed.
 """
 
 from __future__ import annotations
@@ -25,6 +21,7 @@ DEFAULT_VERSION: Final = 0
 """The ``version`` txmq puts on commands it originates; peers do not depend on it for 4.x codes."""
 
 
+@slot_init  # two are built per request (the request and its response)
 @dataclass(frozen=True, slots=True)
 class RemotingCommand:
     code: int
@@ -44,10 +41,6 @@ class RemotingCommand:
     @property
     def is_oneway(self) -> bool:
         return bool(self.flag & RPC_ONEWAY)
-
-
-if not hasattr(RemotingCommand, "__mypyc_attrs__"):  # pure Python: the cheaper interpreted __init__
-    slot_init(RemotingCommand)
 
 
 def make_request(
