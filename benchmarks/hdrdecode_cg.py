@@ -8,7 +8,9 @@ transactional properties) or its send response, JSON or ROCKETMQ header::
 
 and per frame = (I(N2) - I(N1)) / (N2 - N1). Cases: req-json, req-bin (broker: decode_frame of a
 request), resp-json, resp-bin (SDK: decode_frame of a send response), sresp-json, sresp-bin (broker:
-encode_send_response), end-json, end-bin (broker: decode of an END_TRANSACTION request).
+encode_send_response), end-json, end-bin (broker: decode of an END_TRANSACTION request), sdk-json,
+sdk-bin (SDK: a transactional half's pre-rendered header and its frame, ``_single_request`` +
+``send_json_request`` or their binary twins).
 """
 
 from __future__ import annotations
@@ -55,6 +57,28 @@ def main(case: str, n: int) -> None:
         step = lambda: frame.decode_frame(data, 0)  # noqa: E731
     elif name == "sresp":
         step = lambda: frame.encode_send_response(send, "7F0000010BB818B4AAC2380A2DC80000", 1, 123456)  # type: ignore[arg-type]  # noqa: E731
+    elif name == "sdk":
+        from txmq.client._remoting import RemotingTransport
+        from txmq.common.message import Message, MessageQueue
+        from txmq.protocol.remoting.connection import RemotingConnection
+
+        transport = RemotingTransport("127.0.0.1:9876")
+        mq = MessageQueue("bench-topic", 1, "broker-a")
+        message = Message("bench-topic", BODY, transactional=True)
+        if kind == "json":
+            conn = RemotingConnection()
+
+            def step() -> None:
+                ext, body, _ = transport._single_request(mq, message, "bench-producer", 1)
+                conn.forget(conn.send_json_request(RequestCode.SEND_MESSAGE_V2, ext, body)[0])
+
+        else:
+            conn = RemotingConnection(serialize_type=SerializeType.ROCKETMQ)
+
+            def step() -> None:
+                ext, body, _ = transport._single_binary_request(mq, message, "bench-producer", 1)
+                conn.forget(conn.send_binary_request(RequestCode.SEND_MESSAGE_V2, ext, body)[0])
+
     else:
         raise SystemExit(f"unknown case {case}")
     for _ in range(n):
