@@ -68,13 +68,21 @@ class Sink(asyncio.Transport):
         pass
 
 
-async def run(messages: int, rounds: int, per_read: int, only: set[str], profile: str, untuned: bool) -> None:
+async def run(
+    messages: int,
+    rounds: int,
+    per_read: int,
+    only: set[str],
+    profile: str,
+    untuned: bool,
+    header: str = "json",
+) -> None:
     from tests.integration.remoting_support import send_header
 
     from txmq.broker.broker import Broker
     from txmq.broker.config import BrokerConfig
     from txmq.protocol.remoting import frame
-    from txmq.protocol.remoting.codes import RequestCode
+    from txmq.protocol.remoting.codes import RequestCode, SerializeType
     from txmq.protocol.remoting.command import make_request
     from txmq.protocol.remoting.message_codec import BatchMessage, encode_batch
     from txmq.server.remoting.context import RemotingContext
@@ -98,7 +106,8 @@ async def run(messages: int, rounds: int, per_read: int, only: set[str], profile
         def request(code: int, fields: dict[str, str], payload: bytes = b"") -> bytes:
             nonlocal opaque
             opaque += 1
-            return frame.encode(make_request(code, opaque, fields, payload))
+            serialize_type = SerializeType.ROCKETMQ if header == "rocketmq" else SerializeType.JSON
+            return frame.encode(make_request(code, opaque, fields, payload, serialize_type=serialize_type))
 
         async def measure(name: str, frames: list[bytes], per_message: int) -> None:
             if only and name.split(",")[0].split(" ")[0] not in only:
@@ -273,6 +282,10 @@ def main() -> None:
     )
     parser.add_argument("--profile", default="", help="cProfile each scenario into PROFILE.<scenario>")
     parser.add_argument("--untuned-gc", action="store_true", help="keep CPython's collector defaults")
+    parser.add_argument(
+        "--header", choices=("json", "rocketmq"), default="json",
+        help="the requests' header serialization (txmq's SDK: rocketmq; 4.x clients: json)",
+    )  # fmt: skip
     args = parser.parse_args()
     sys.path.insert(0, args.src)
     sys.path.insert(0, str(ROOT))
@@ -280,7 +293,9 @@ def main() -> None:
 
     uvloop.install()
     only = set(args.only.split(",")) if args.only else set()
-    asyncio.run(run(args.messages, args.rounds, args.per_read, only, args.profile, args.untuned_gc))
+    asyncio.run(
+        run(args.messages, args.rounds, args.per_read, only, args.profile, args.untuned_gc, args.header)
+    )
 
 
 if __name__ == "__main__":

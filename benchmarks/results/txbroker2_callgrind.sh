@@ -10,5 +10,5 @@ PYTHONPATH="$tree/src" valgrind --tool=callgrind --callgrind-out-file="/tmp/cg2-
   --toggle-collect='CPyPy_remoting_transport___RemotingEndpoint___data_received' \
   --toggle-collect='CPyPy_flush___GroupCommit____write_soon' \
   --toggle-collect='CPyPy_remoting_transport___RemotingEndpoint____settle_all' \
-  "${PYTHON:-python}" benchmarks/transport_bench.py --src "$tree/src" --only tx --messages "$n" --rounds 1 > /dev/null 2>&1
+  "${PYTHON:-python}" benchmarks/transport_bench.py --src "$tree/src" --only tx --messages "$n" --rounds 1 ${HEADER:+--header $HEADER} > /dev/null 2>&1
 grep -h "^summary" "/tmp/cg2-$name-$n.out"

@@ -10,7 +10,8 @@ import pytest
 
 from txmq.client._remoting_channel import ChannelPool, RemotingChannel
 from txmq.common import errors
-from txmq.protocol.remoting.codes import ResponseCode
+from txmq.protocol.remoting import frame
+from txmq.protocol.remoting.codes import ResponseCode, SerializeType
 from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.server.remoting_transport import RemotingEndpoint, serve
 
@@ -391,3 +392,44 @@ async def test_frames_held_past_the_cap_go_out_before_the_turn_ends() -> None:
     channel._fail("test over")
     for future in list(channel._futures.values()):
         future.exception()
+
+
+@pytest.mark.parametrize("serialize_type", [None, SerializeType.JSON])
+async def test_requests_carry_the_rocketmq_header_and_are_answered_in_their_serialization(
+    serialize_type: SerializeType | None,
+) -> None:
+    """The SDK's default is the ROCKETMQ binary header (cheaper for both ends to read); a JSON channel
+    still speaks JSON. The broker answers in the request's serialization, as Apache's does."""
+    seen: list[SerializeType] = []
+
+    async def handle(request: RemotingCommand, endpoint: RemotingEndpoint) -> RemotingCommand | None:
+        seen.append(request.serialize_type)
+        return (
+            None if request.is_oneway else make_response(request, ResponseCode.SUCCESS, ext_fields={"n": "é"})
+        )
+
+    server = await serve("127.0.0.1", 0, handle)
+    channel = RemotingChannel(f"127.0.0.1:{server.port}", None, *([serialize_type] if serialize_type else []))
+    loop = asyncio.get_running_loop()
+    await loop.create_connection(lambda: channel, "127.0.0.1", server.port)
+    expected = serialize_type or SerializeType.ROCKETMQ
+    try:
+        assert channel.binary is (expected is SerializeType.ROCKETMQ)
+        reply = await channel.request(REQUEST, {"n": "1"})
+        if channel.binary:
+            rendered = await channel.answer(
+                channel.start_binary_request(REQUEST, frame.binary_ext({"n": "2"}), b"", timeout_s=3.0)
+            )
+            channel.start_binary_oneway(ONEWAY, frame.binary_pair("n", "3"))
+        else:
+            rendered = await channel.answer(
+                channel.start_json_request(REQUEST, '{"n":"2"}', b"", timeout_s=3.0)
+            )
+            channel.start_json_oneway(ONEWAY, '{"n":"3"}')
+        await channel.request(REQUEST, {"n": "4"})
+        for answer in (reply, rendered):
+            assert answer.serialize_type is expected and answer.ext_fields == {"n": "é"}
+        assert seen == [expected] * 4
+    finally:
+        await channel.close()
+        await server.close()

@@ -1,16 +1,17 @@
-"""END_TRANSACTION's pre-rendered header (``_remoting._end_json`` + ``send_json_oneway``) gives the very
-frame the generic encoder gives for ``_end_fields`` (a header dataclass and its field table)."""
+"""END_TRANSACTION's pre-rendered header (``_remoting._end_json`` + ``send_json_oneway``, and
+``_end_binary`` + ``send_binary_oneway``) gives the very frame the generic encoder gives for
+``_end_fields`` (a header dataclass and its field table)."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from txmq.client._remoting import _end_fields, _end_json
+from txmq.client._remoting import _end_binary, _end_fields, _end_json
 from txmq.client._transport import TransactionRef
 from txmq.common import msgid
 from txmq.protocol.remoting import frame
-from txmq.protocol.remoting.codes import RPC_ONEWAY, RequestCode
+from txmq.protocol.remoting.codes import RPC_ONEWAY, RequestCode, SerializeType
 from txmq.protocol.remoting.connection import RemotingConnection
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=16)
@@ -50,24 +51,36 @@ def test_pre_rendered_end_frames_equal_the_generic_ones(
     ref = TransactionRef(
         topic, message_id, transaction_id, commit_log_offset, queue_offset, offset_message_id, "broker-a"
     )
-    fast = RemotingConnection(first_opaque=first_opaque)
-    generic = RemotingConnection(first_opaque=first_opaque)
-    data = fast.send_json_oneway(RequestCode.END_TRANSACTION, _end_json(ref, group, commit, from_check))
     ext = _end_fields(ref, group, commit, from_check)
-    expected = generic.send(generic.new_request(RequestCode.END_TRANSACTION, ext, oneway=True))
-    assert data == expected
-    assert fast.pending == {} and generic.pending == {}
-    decoded = frame.decode(data)
-    assert decoded.flag & RPC_ONEWAY and decoded.ext_fields == ext
-    # the next opaque is the same too
-    assert fast.new_request(1).opaque == generic.new_request(1).opaque
+    for serialize_type in SerializeType:
+        fast = RemotingConnection(first_opaque=first_opaque, serialize_type=serialize_type)
+        generic = RemotingConnection(first_opaque=first_opaque, serialize_type=serialize_type)
+        if serialize_type is SerializeType.JSON:
+            data = fast.send_json_oneway(
+                RequestCode.END_TRANSACTION, _end_json(ref, group, commit, from_check)
+            )
+        else:
+            data = fast.send_binary_oneway(
+                RequestCode.END_TRANSACTION, _end_binary(ref, group, commit, from_check)
+            )
+        expected = generic.send(generic.new_request(RequestCode.END_TRANSACTION, ext, oneway=True))
+        assert data == expected
+        assert fast.pending == {} and generic.pending == {}
+        decoded = frame.decode(data)
+        assert decoded.flag & RPC_ONEWAY and decoded.ext_fields == ext
+        assert decoded.serialize_type is serialize_type
+        # the next opaque is the same too
+        assert fast.new_request(1).opaque == generic.new_request(1).opaque
 
 
 def test_a_reference_with_text_that_is_not_str_is_refused_by_the_fast_form() -> None:
     ref = TransactionRef("t", b"not text", "tx")  # type: ignore[arg-type]
-    try:
-        _end_json(ref, "g", True, False)
-    except TypeError:
-        pass
-    else:
-        raise AssertionError("_end_json must refuse a non-str field (the caller then goes the general way)")
+    for render in (_end_json, _end_binary):
+        try:
+            render(ref, "g", True, False)
+        except TypeError:
+            pass
+        else:
+            raise AssertionError(
+                f"{render.__name__} must refuse a non-str field (the caller then goes the general way)"
+            )

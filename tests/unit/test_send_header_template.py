@@ -12,7 +12,7 @@ from txmq.common import limits, names
 from txmq.common import properties as props
 from txmq.common.message import Message, MessageQueue
 from txmq.protocol.remoting import frame, headers
-from txmq.protocol.remoting.codes import RequestCode
+from txmq.protocol.remoting.codes import RequestCode, SerializeType
 from txmq.protocol.remoting.connection import RemotingConnection
 
 _text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02"), max_size=12)
@@ -20,15 +20,32 @@ _name = st.text('abcXYZ09_-%"\\é中', min_size=1, max_size=12)
 
 
 def _generic_frame(
-    mq: MessageQueue, group: str, queue_id: int, message: Message, born: int, mid: str
+    mq: MessageQueue, group: str, queue_id: int, message: Message, born: int, mid: str, binary: bool = False
 ) -> bytes:
     ext = headers.send_v2_fields(
         group or "DEFAULT_PRODUCER", mq.topic, names.DEFAULT_TOPIC, limits.queues_per_topic_default,
         queue_id, conv.sys_flag_of(message), born,
         props.encode(conv.message_properties(message, mid, group)).decode("utf-8"), False, mq.broker_name,
     )  # fmt: skip
-    conn = RemotingConnection(first_opaque=41)
+    serialize_type = SerializeType.ROCKETMQ if binary else SerializeType.JSON
+    conn = RemotingConnection(first_opaque=41, serialize_type=serialize_type)
     return conn.send(conn.new_request(RequestCode.SEND_MESSAGE_V2, ext, bytes(message.body)))
+
+
+def _pre_rendered(
+    transport: RemotingTransport, mq: MessageQueue, message: Message, group: str, queue_id: int, binary: bool
+) -> tuple[bytes, str]:
+    """The frame the SDK writes for one message on a JSON or a ROCKETMQ (``binary``) channel, and its id."""
+    if binary:
+        conn = RemotingConnection(first_opaque=41, serialize_type=SerializeType.ROCKETMQ)
+        ext, sent_body, mid = transport._single_binary_request(mq, message, group, queue_id)
+        opaque, data = conn.send_binary_request(RequestCode.SEND_MESSAGE_V2, ext, sent_body)
+    else:
+        conn = RemotingConnection(first_opaque=41)
+        ext_json, sent_body, mid = transport._single_request(mq, message, group, queue_id)
+        opaque, data = conn.send_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, sent_body)
+    assert opaque == 41 and conn.pending == {41: RequestCode.SEND_MESSAGE_V2}
+    return data, mid
 
 
 @settings(max_examples=200, deadline=None)
@@ -57,13 +74,10 @@ def test_pre_rendered_header_frames_equal_the_generic_ones(
     transport = RemotingTransport("127.0.0.1:9876")
     mq = MessageQueue(topic, max(queue_id, 0), broker)
     message = Message(topic, body, tags=tags, keys=tuple(keys), properties=user, transactional=transactional)
-    for _ in range(2):  # the second send reuses the rendered parts
-        ext_json, sent_body, mid = transport._single_request(mq, message, group, queue_id)
-        conn = RemotingConnection(first_opaque=41)
-        opaque, data = conn.send_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, sent_body)
-        assert opaque == 41 and conn.pending == {41: RequestCode.SEND_MESSAGE_V2}
+    for binary in (False, False, True, True):  # the second send reuses the rendered parts
+        data, mid = _pre_rendered(transport, mq, message, group, queue_id, binary)
         born = int(frame.decode(data).ext_fields["g"])
-        assert data == _generic_frame(mq, group, queue_id, message, born, mid)
+        assert data == _generic_frame(mq, group, queue_id, message, born, mid, binary)
 
 
 @settings(max_examples=200, deadline=None)
@@ -83,21 +97,20 @@ def test_plain_messages_take_the_property_template_and_give_the_generic_frames(
     mq = MessageQueue(topic, max(queue_id, 0), "broker-a")
     message = Message(topic, body, transactional=transactional)
     assert transport._headers.plain_properties(group, transactional) is not None
-    for _ in range(2):
-        ext_json, sent_body, mid = transport._single_request(mq, message, group, queue_id)
-        conn = RemotingConnection(first_opaque=41)
-        _, data = conn.send_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, sent_body)
+    assert transport._binary_headers.plain_properties(group, transactional) is not None
+    for binary in (False, False, True, True):
+        data, mid = _pre_rendered(transport, mq, message, group, queue_id, binary)
         born = int(frame.decode(data).ext_fields["g"])
-        assert data == _generic_frame(mq, group, queue_id, message, born, mid)
+        assert data == _generic_frame(mq, group, queue_id, message, born, mid, binary)
 
 
 def test_a_template_that_does_not_split_once_falls_back_to_the_general_way() -> None:
     transport = RemotingTransport("127.0.0.1:9876")
     assert transport._headers.plain_properties("a<ID>b", True) is None  # no valid group holds "<"
+    assert transport._binary_headers.plain_properties("a<ID>b", True) is None
     mq = MessageQueue("t", 0, "broker-a")
     message = Message("t", b"x", transactional=True)
-    ext_json, sent_body, mid = transport._single_request(mq, message, "a<ID>b", 0)
-    conn = RemotingConnection(first_opaque=41)
-    _, data = conn.send_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, sent_body)
-    born = int(frame.decode(data).ext_fields["g"])
-    assert data == _generic_frame(mq, "a<ID>b", 0, message, born, mid)
+    for binary in (False, True):
+        data, mid = _pre_rendered(transport, mq, message, "a<ID>b", 0, binary)
+        born = int(frame.decode(data).ext_fields["g"])
+        assert data == _generic_frame(mq, "a<ID>b", 0, message, born, mid, binary)

@@ -56,7 +56,7 @@ from txmq.protocol.remoting.codes import (
     ResponseCode,
 )
 from txmq.protocol.remoting.command import RemotingCommand, make_response
-from txmq.protocol.remoting.frame import json_quote
+from txmq.protocol.remoting.frame import binary_pair, json_quote
 from txmq.protocol.remoting.message_codec import decode_message
 from txmq.protocol.remoting.status import error_for_response
 
@@ -106,6 +106,24 @@ def _end_json(ref: TransactionRef, producer_group: str, commit: bool | None, fro
         f'"msgId":{json_quote(ref.message_id)},"topic":{json_quote(ref.topic)},'
         f'"fromTransactionCheck":"{"true" if from_check else "false"}",'
         f'"transactionId":{json_quote(ref.transaction_id)}}}'
+    )
+
+
+def _end_binary(ref: TransactionRef, producer_group: str, commit: bool | None, from_check: bool) -> bytes:
+    """``_end_json`` for a ROCKETMQ channel: ``_end_fields`` as ``frame.binary_ext`` writes them
+    (tests/unit/test_remoting_end.py); ``TypeError`` as ``_end_json`` raises it."""
+    offset = _half_log_offset(ref)
+    return b"".join(
+        (
+            binary_pair("producerGroup", producer_group),
+            binary_pair("tranStateTableOffset", str(int(ref.queue_offset))),
+            binary_pair("commitLogOffset", str(int(offset))),
+            binary_pair("commitOrRollback", str(int(_DECISION[commit]))),
+            binary_pair("msgId", ref.message_id),
+            binary_pair("topic", ref.topic),
+            binary_pair("fromTransactionCheck", "true" if from_check else "false"),
+            binary_pair("transactionId", ref.transaction_id),
+        )
     )
 
 
@@ -169,6 +187,7 @@ class RemotingTransport:
         self._ids_changed_hooks: list[Callable[[str], Awaitable[None]]] = []
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._headers = _SendHeaders()
+        self._binary_headers = _BinarySendHeaders()
 
     def supports(self, feature: Feature) -> bool:
         return feature is not Feature.POP
@@ -412,6 +431,13 @@ class RemotingTransport:
         fields once per queue (``_single.SendHeaders``), only the time and the properties per message."""
         return self._headers.request(mq, message, producer_group, queue_id)
 
+    def _single_binary_request(
+        self, mq: MessageQueue, message: Message, producer_group: str, queue_id: int
+    ) -> tuple[bytes, bytes, str]:
+        """``_single_request`` for a ROCKETMQ channel: the header as ``frame.binary_ext`` bytes, its
+        constant pairs once per queue (``_single.BinarySendHeaders``)."""
+        return self._binary_headers.request(mq, message, producer_group, queue_id)
+
     async def send(
         self, mq: MessageQueue | None, messages: Sequence[Message], *, producer_group: str, timeout_s: float
     ) -> list[SendResult]:
@@ -422,10 +448,20 @@ class RemotingTransport:
         addr = self._broker_addrs.get(target.broker_name) or await self._addr(target)
         channel = self._pool.open_channel(addr) or await self._pool.get(addr)
         if len(messages) == 1:
-            ext_json, body, message_id = self._single_request(target, messages[0], producer_group, queue_id)
-            future = channel.start_json_request(
-                RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s
-            )
+            if channel.binary:
+                ext_bin, body, message_id = self._single_binary_request(
+                    target, messages[0], producer_group, queue_id
+                )
+                future = channel.start_binary_request(
+                    RequestCode.SEND_MESSAGE_V2, ext_bin, body, timeout_s=timeout_s
+                )
+            else:
+                ext_json, body, message_id = self._single_request(
+                    target, messages[0], producer_group, queue_id
+                )
+                future = channel.start_json_request(
+                    RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s
+                )
             return [single.send_result(target, message_id, await channel.answer(future))]
         code, ext, body, ids = self._send_request(target, messages, producer_group, queue_id)
         response = await channel.request(code, ext, body, timeout_s=timeout_s)
@@ -467,8 +503,29 @@ class RemotingTransport:
         channel = None if addr is None else self._pool.open_channel(addr)
         if channel is None:
             return None
-        ext_json, body, message_id = self._headers.request(mq, message, producer_group, mq.queue_id)
-        future = channel.start_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s)
+        return self._start_single_request(channel, mq, message, producer_group, timeout_s)
+
+    def _start_single_request(
+        self,
+        channel: RemotingChannel,
+        mq: MessageQueue,
+        message: Message,
+        producer_group: str,
+        timeout_s: float,
+    ) -> tuple[asyncio.Future[RemotingCommand], str]:
+        """One message's SEND_MESSAGE_V2 to ``mq`` started on ``channel`` in its serialization (the
+        ROCKETMQ binary header by default, JSON when the channel was made so): the future of the
+        response and the message id."""
+        if channel.binary:
+            ext_bin, body, message_id = self._binary_headers.request(mq, message, producer_group, mq.queue_id)
+            future = channel.start_binary_request(
+                RequestCode.SEND_MESSAGE_V2, ext_bin, body, timeout_s=timeout_s
+            )
+        else:
+            ext_json, body, message_id = self._headers.request(mq, message, producer_group, mq.queue_id)
+            future = channel.start_json_request(
+                RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s
+            )
         return future, message_id
 
     def start_single(
@@ -482,9 +539,7 @@ class RemotingTransport:
         channel = None if addr is None else self._pool.open_channel(addr)
         if channel is None or channel._out().get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
             return None
-        ext_json, body, message_id = self._headers.request(mq, message, producer_group, mq.queue_id)
-        future = channel.start_json_request(RequestCode.SEND_MESSAGE_V2, ext_json, body, timeout_s=timeout_s)
-        return future, message_id
+        return self._start_single_request(channel, mq, message, producer_group, timeout_s)
 
     # send_result(mq, message_id, response): the ``SendResult`` of a ``start_send_request`` to ``mq``
     # answered with ``response`` (compiled, no frame of its own here)
@@ -524,13 +579,18 @@ class RemotingTransport:
         if channel is None:
             return False
         try:
-            ext_json = _end_json(ref, producer_group, commit, from_check)
+            if channel.binary:
+                channel.start_binary_oneway(
+                    RequestCode.END_TRANSACTION, _end_binary(ref, producer_group, commit, from_check)
+                )
+            else:
+                channel.start_json_oneway(
+                    RequestCode.END_TRANSACTION, _end_json(ref, producer_group, commit, from_check)
+                )
         except TypeError:
             channel.start_oneway(
                 RequestCode.END_TRANSACTION, _end_fields(ref, producer_group, commit, from_check)
             )
-        else:
-            channel.start_json_oneway(RequestCode.END_TRANSACTION, ext_json)
         return True
 
     async def end_transaction_acked(
@@ -707,3 +767,4 @@ _send_results = single.send_results
 
 
 _props_text = single.props_text
+_BinarySendHeaders = single.BinarySendHeaders

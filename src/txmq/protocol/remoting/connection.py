@@ -173,6 +173,24 @@ class RemotingConnection:
         opaque = self._fresh_opaque()
         return frame.encode_json_request(code, self.language, self.version, opaque, RPC_ONEWAY, ext_json, b"")
 
+    def send_binary_request(self, code: int, ext: bytes, body: bytes) -> tuple[int, bytes]:
+        """``send_json_request`` for a ROCKETMQ connection: the extFields already rendered as
+        ``frame.binary_ext`` writes them (``ext``); ``(opaque, bytes)``, the request is pending."""
+        self._check_rendered_open(SerializeType.ROCKETMQ)
+        pending = self._pending
+        if len(pending) >= self.max_pending:
+            raise LocalProtocolError(f"{len(pending)} requests pending, the limit")
+        opaque = self._fresh_opaque()
+        data = frame.encode_binary_request(code, self.language, self.version, opaque, 0, ext, body)
+        pending[opaque] = code
+        return opaque, data
+
+    def send_binary_oneway(self, code: int, ext: bytes) -> bytes:
+        """``send_json_oneway`` for a ROCKETMQ connection (``ext`` as ``frame.binary_ext`` writes it)."""
+        self._check_rendered_open(SerializeType.ROCKETMQ)
+        opaque = self._fresh_opaque()
+        return frame.encode_binary_request(code, self.language, self.version, opaque, RPC_ONEWAY, ext, b"")
+
     def _fresh_opaque(self) -> int:
         """The next opaque not pending (opaques wrap at 2^31 - 1)."""
         pending = self._pending
@@ -184,8 +202,15 @@ class RemotingConnection:
 
     def _check_json_open(self) -> None:
         """Raise unless this is an open JSON connection (pre-rendered JSON headers need one)."""
-        if self.serialize_type is not SerializeType.JSON:
-            raise LocalProtocolError("a pre-rendered JSON header needs a JSON connection")
+        self._check_rendered_open(SerializeType.JSON)
+
+    def _check_rendered_open(self, serialize_type: SerializeType) -> None:
+        """Raise unless this connection is open and writes ``serialize_type`` headers (the format of
+        pre-rendered extFields)."""
+        if self.serialize_type is not serialize_type:
+            raise LocalProtocolError(
+                f"a pre-rendered {serialize_type.name} header needs a {serialize_type.name} connection"
+            )
         if self._state is not ConnectionState.OPEN:
             self._check_usable()  # raises in ERROR
             raise LocalProtocolError("cannot send on a closed connection")

@@ -34,6 +34,9 @@ _BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
 _BIN_FIXED_BYTES: Final = _BIN_FIXED.size  # 13
+# a ROCKETMQ frame's prefix, fixed header, remark length and extFields length: one pack per frame
+_BIN_HEAD = struct.Struct(">iIhbhiiii")
+_BIN_WORD: Final = 1 << 24  # SerializeType.ROCKETMQ in the serialize-type/header-length word
 
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 # the C string escaper _dumps itself uses (ensure_ascii): extFields of str written with it directly
@@ -49,6 +52,7 @@ _SERIALIZE_TYPES: Final = {member.value: member for member in SerializeType}
 _OTHER: Final = LanguageCode.OTHER
 _JAVA: Final = LanguageCode.JAVA
 _JSON: Final = SerializeType.JSON
+_ROCKETMQ: Final = SerializeType.ROCKETMQ
 
 
 # ---------------------------------------------------------------------------------------------- encoding
@@ -117,14 +121,14 @@ def encode_send_response(
     request: RemotingCommand, msg_id: str, queue_id: int, queue_offset: int, transaction_id: str | None = None
 ) -> bytes:
     """``encode(make_response(request, SUCCESS, ext_fields=send_response_fields(msg_id, queue_id,
-    queue_offset, transaction_id)))`` for a JSON request, rendered straight into its frame (one per
-    acknowledged send or half; tests/unit/test_remoting_frame.py holds them byte-identical). Other
-    requests: ``encode`` that."""
-    if request.serialize_type is not _JSON:
-        fields = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(queue_offset)}
+    queue_offset, transaction_id)))``, rendered straight into its frame (one per acknowledged send or
+    half; tests/unit/test_remoting_frame.py holds them byte-identical), JSON or ROCKETMQ."""
+    if request.serialize_type is not _JSON:  # ROCKETMQ
+        ext = binary_pair("msgId", msg_id) + binary_pair("queueId", str(queue_id))
+        ext += binary_pair("queueOffset", str(queue_offset))
         if transaction_id is not None:
-            fields["transactionId"] = transaction_id
-        return encode(make_response(request, 0, ext_fields=fields))
+            ext += binary_pair("transactionId", transaction_id)
+        return _binary_response(request, ext)
     txn = "" if transaction_id is None else f',"transactionId":{_quote(transaction_id)}'
     header = (
         f'{{"code":0,"language":"JAVA","version":{int(request.version)},"opaque":{int(request.opaque)},'
@@ -136,10 +140,10 @@ def encode_send_response(
 
 def encode_success_response(request: RemotingCommand) -> bytes:
     """``encode(make_response(request, SUCCESS))`` (no remark, no fields, no body: the answer to an
-    END_TRANSACTION), rendered straight into its frame for a JSON request (tests/unit/test_remoting_frame.py
-    holds them byte-identical). Other requests: ``encode`` that."""
-    if request.serialize_type is not _JSON:
-        return encode(make_response(request, 0))
+    END_TRANSACTION), rendered straight into its frame (tests/unit/test_remoting_frame.py holds them
+    byte-identical), JSON or ROCKETMQ."""
+    if request.serialize_type is not _JSON:  # ROCKETMQ
+        return _binary_response(request, b"")
     header = (
         f'{{"code":0,"language":"JAVA","version":{int(request.version)},"opaque":{int(request.opaque)},'
         '"flag":1,"extFields":{},"serializeTypeCurrentRPC":"JSON"}'
@@ -148,26 +152,69 @@ def encode_success_response(request: RemotingCommand) -> bytes:
 
 
 def encode_binary_header(cmd: RemotingCommand) -> bytes:
-    """The ROCKETMQ binary header; code and version must fit a signed 16-bit integer."""
+    """The ROCKETMQ header; code and version must fit a signed 16-bit integer."""
     if not (-0x8000 <= cmd.code <= 0x7FFF and -0x8000 <= cmd.version <= 0x7FFF):
         raise LocalProtocolError(
             f"code {cmd.code} / version {cmd.version} do not fit the ROCKETMQ header's 16-bit fields"
         )
-    parts = [_BIN_FIXED.pack(cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag)]
     remark = cmd.remark.encode("utf-8") if cmd.remark else b""
-    parts.append(_INT.pack(len(remark)))
-    parts.append(remark)
-    ext: list[bytes] = []
-    for key, value in cmd.ext_fields.items():
+    ext = binary_ext(cmd.ext_fields)
+    return b"".join(
+        (
+            _BIN_FIXED.pack(cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag),
+            _INT.pack(len(remark)),
+            remark,
+            _INT.pack(len(ext)),
+            ext,
+        )
+    )
+
+
+def binary_ext(ext: dict[str, str]) -> bytes:
+    """extFields as the ROCKETMQ header writes them: ``(int16 kLen, k, int32 vLen, v)*``."""
+    out = bytearray()
+    for key, value in ext.items():
         raw_key = key.encode("utf-8")
         if len(raw_key) > 0x7FFF:
             raise LocalProtocolError(f"extFields key of {len(raw_key)} bytes does not fit 16 bits")
         raw_value = value.encode("utf-8")
-        ext += (_SHORT.pack(len(raw_key)), raw_key, _INT.pack(len(raw_value)), raw_value)
-    ext_bytes = b"".join(ext)
-    parts.append(_INT.pack(len(ext_bytes)))
-    parts.append(ext_bytes)
-    return b"".join(parts)
+        out += len(raw_key).to_bytes(2, "big")
+        out += raw_key
+        out += len(raw_value).to_bytes(4, "big")
+        out += raw_value
+    return bytes(out)
+
+
+def encode_binary_request(
+    code: int, language: LanguageCode, version: int, opaque: int, flag: int, ext: bytes, body: bytes
+) -> bytes:
+    """``encode`` of a ROCKETMQ request without remark whose extFields are already rendered as
+    ``ext`` (``binary_ext``): one pack of the prefix and the fixed header."""
+    if not (-0x8000 <= code <= 0x7FFF and -0x8000 <= version <= 0x7FFF):
+        raise LocalProtocolError(
+            f"code {code} / version {version} do not fit the ROCKETMQ header's 16-bit fields"
+        )
+    header_length = _BIN_FIXED_BYTES + 8 + len(ext)
+    length = 4 + header_length + len(body)
+    if length > limits.frame_bytes_max:
+        raise LocalProtocolError(f"frame of {length} bytes exceeds the limit of {limits.frame_bytes_max}")
+    head = _BIN_HEAD.pack(
+        length, _BIN_WORD | header_length, code, language, version, opaque, flag, 0, len(ext)
+    )
+    return b"".join((head, ext, body))
+
+
+def _binary_response(request: RemotingCommand, ext: bytes) -> bytes:
+    """The SUCCESS response (JAVA, no remark, no body) to a ROCKETMQ ``request`` with extFields ``ext``;
+    a version that does not fit 16 bits goes to ``encode`` (which raises as it always did)."""
+    version = request.version
+    if not -0x8000 <= version <= 0x7FFF:
+        return encode(make_response(request, 0, ext_fields=_binary_map(ext, 0)))
+    header_length = _BIN_FIXED_BYTES + 8 + len(ext)
+    head = _BIN_HEAD.pack(
+        4 + header_length, _BIN_WORD | header_length, 0, 0, version, request.opaque, 1, 0, len(ext)
+    )
+    return head + ext
 
 
 # ---------------------------------------------------------------------------------------------- decoding
@@ -322,48 +369,94 @@ def _json_ext_fields(ext: object) -> dict[str, str]:
 
 
 def _decode_binary(header: bytes, body: bytes) -> RemotingCommand:
-    if len(header) < _BIN_FIXED_BYTES + 8:
-        raise RemoteProtocolError(f"ROCKETMQ header of {len(header)} bytes is too short")
-    code, language, version, opaque, flag = _BIN_FIXED.unpack_from(header, 0)
-    pos = _BIN_FIXED_BYTES
-    remark_bytes, pos = _binary_chunk(header, pos, 4, "remark")
-    ext_bytes, pos = _binary_chunk(header, pos, 4, "extFields")
-    if pos != len(header):
-        raise RemoteProtocolError(f"{len(header) - pos} stray bytes after the ROCKETMQ header")
+    """The ROCKETMQ header, read byte by byte: compiled, each index is a C read and each length a few
+    integer operations (a struct call per field costs more than the whole field's text)."""
+    size = len(header)
+    if size < _BIN_FIXED_BYTES + 8:
+        raise RemoteProtocolError(f"ROCKETMQ header of {size} bytes is too short")
+    code = _int16(header, 0)
+    language = header[2]
+    version = _int16(header, 3)
+    opaque = _int32(header, 5)
+    flag = _int32(header, 9)
+    remark_size = _int32(header, 13)
+    pos = _BIN_FIXED_BYTES + 4
+    if remark_size < 0 or pos + remark_size > size:
+        raise RemoteProtocolError(f"ROCKETMQ header remark length {remark_size} is out of bounds")
+    remark_start = pos
+    pos += remark_size
+    if pos + 4 > size:
+        raise RemoteProtocolError("ROCKETMQ header truncated before the extFields length")
+    ext_size = _int32(header, pos)
+    pos += 4
+    if ext_size < 0 or pos + ext_size > size:
+        raise RemoteProtocolError(f"ROCKETMQ header extFields length {ext_size} is out of bounds")
+    if pos + ext_size != size:
+        raise RemoteProtocolError(f"{size - pos - ext_size} stray bytes after the ROCKETMQ header")
     try:
-        remark = remark_bytes.decode("utf-8") if remark_bytes else None
-        ext_fields = _binary_map(ext_bytes)
+        remark = header[remark_start : pos - 4].decode("utf-8") if remark_size else None
+        ext_fields = _binary_map(header, pos)
     except UnicodeDecodeError as exc:
         raise RemoteProtocolError(f"ROCKETMQ header text is not UTF-8: {exc}") from None
+    # positional, in field order: code, opaque, flag, remark, ext_fields, body, language, version, type
     return RemotingCommand(
-        code=code,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=ext_fields,
-        body=body,
-        language=_LANG_BY_CODE.get(language, LanguageCode.OTHER),
-        version=version,
-        serialize_type=SerializeType.ROCKETMQ,
+        code,
+        opaque,
+        flag,
+        remark,
+        ext_fields,
+        body,
+        _LANG_BY_CODE.get(language - 256 if language > 127 else language, _OTHER),
+        version,
+        _ROCKETMQ,
     )
 
 
-def _binary_chunk(data: bytes, pos: int, width: int, what: str) -> tuple[bytes, int]:
-    """A length-prefixed byte string (``width`` = 2 or 4 byte signed length) at ``pos``."""
-    if pos + width > len(data):
-        raise RemoteProtocolError(f"ROCKETMQ header truncated before the {what} length")
-    size = (_SHORT if width == 2 else _INT).unpack_from(data, pos)[0]
-    pos += width
-    if size < 0 or pos + size > len(data):
-        raise RemoteProtocolError(f"ROCKETMQ header {what} length {size} is out of bounds")
-    return data[pos : pos + size], pos + size
+def _int16(data: bytes, pos: int) -> int:
+    """The signed big-endian 16-bit integer at ``pos`` (in bounds)."""
+    value = (data[pos] << 8) | data[pos + 1]
+    return value - 0x10000 if value > 0x7FFF else value
 
 
-def _binary_map(data: bytes) -> dict[str, str]:
+def _int32(data: bytes, pos: int) -> int:
+    """The signed big-endian 32-bit integer at ``pos`` (in bounds)."""
+    value = (data[pos] << 24) | (data[pos + 1] << 16) | (data[pos + 2] << 8) | data[pos + 3]
+    return value - 0x100000000 if value > 0x7FFFFFFF else value
+
+
+def _binary_map(data: bytes, pos: int) -> dict[str, str]:
+    """The extFields pairs from ``pos`` to the end of ``data``: ``(int16 kLen, k, int32 vLen, v)*``."""
     result: dict[str, str] = {}
-    pos = 0
-    while pos < len(data):
-        key, pos = _binary_chunk(data, pos, 2, "extFields key")
-        value, pos = _binary_chunk(data, pos, 4, "extFields value")
-        result[key.decode("utf-8")] = value.decode("utf-8")
+    end = len(data)
+    while pos < end:
+        if pos + 2 > end:
+            raise RemoteProtocolError("ROCKETMQ header truncated before the extFields key length")
+        key_size = _int16(data, pos)
+        pos += 2
+        if key_size < 0 or pos + key_size > end:
+            raise RemoteProtocolError(f"ROCKETMQ header extFields key length {key_size} is out of bounds")
+        key_start = pos
+        pos += key_size
+        if pos + 4 > end:
+            raise RemoteProtocolError("ROCKETMQ header truncated before the extFields value length")
+        value_size = _int32(data, pos)
+        pos += 4
+        if value_size < 0 or pos + value_size > end:
+            raise RemoteProtocolError(f"ROCKETMQ header extFields value length {value_size} is out of bounds")
+        result[data[key_start : key_start + key_size].decode("utf-8")] = data[pos : pos + value_size].decode(
+            "utf-8"
+        )
+        pos += value_size
     return result
+
+
+def binary_pair(key: str, value: str) -> bytes:
+    """One extFields pair as ``binary_ext`` writes it (for headers rendered in parts; ``TypeError``
+    for a key or value that is not ``str``, compiled or not)."""
+    if type(key) is not str or type(value) is not str:
+        raise TypeError(f"extFields pair of {type(key).__name__} and {type(value).__name__}, not str")
+    raw_key = key.encode("utf-8")
+    if len(raw_key) > 0x7FFF:
+        raise LocalProtocolError(f"extFields key of {len(raw_key)} bytes does not fit 16 bits")
+    raw_value = value.encode("utf-8")
+    return b"".join((len(raw_key).to_bytes(2, "big"), raw_key, len(raw_value).to_bytes(4, "big"), raw_value))
