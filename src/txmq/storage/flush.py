@@ -141,15 +141,18 @@ class GroupCommit:
         log.on_written = self._written
         log.on_write_failed = self._write_failed
 
-    def waiter(self, end_offset: int, shared: bool = False) -> asyncio.Future[None] | Done:
+    def waiter(
+        self, end_offset: int, shared: bool = False, running: asyncio.AbstractEventLoop | None = None
+    ) -> asyncio.Future[None] | Done:
         """An awaitable completed once ``end_offset`` is durable (ASYNC: written), needing a running
-        loop if it is not yet. ``shared``: the caller only adds done callbacks (never awaits it, so
-        never cancels it): every such waiter of the open group gets the group's one future."""
+        loop if it is not yet (``running``: the caller knows it). ``shared``: the caller only adds
+        done callbacks (never awaits it, so never cancels it): every such waiter of the open group
+        gets the group's one future."""
         if end_offset <= self.flushed_offset:
             return DONE
         if self.ack_on_write and end_offset <= self.log.written_offset:
             return DONE
-        loop = self._loop or asyncio.get_running_loop()
+        loop = self._loop or running or asyncio.get_running_loop()
         for target, group in self._taken:
             if end_offset <= target:
                 future = loop.create_future()
