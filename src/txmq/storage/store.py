@@ -200,6 +200,7 @@ class MessageStore:
         if synced is not None:
             with contextlib.suppress(Exception):  # its failure fenced the store and told its waiters
                 await synced  # never close files under an fsync still running in a thread
+        self._commit.stop_thread()
         if self._inflight is not None:
             with contextlib.suppress(StorageError):
                 await self._inflight  # never close files under an fsync still running in a thread
