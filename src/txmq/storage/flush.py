@@ -276,13 +276,18 @@ class GroupCommit:
         self, target: int, future: asyncio.Future[int], sync_us: int, error: BaseException | None
     ) -> None:
         """On the loop: the fsync thread finished a group; settle its future (what ``close`` awaits)
-        and complete the group as ``_synced`` does."""
+        and complete the group with ``_synced`` one loop turn later, as the executor's chained future
+        did: the turn in between reads what the other producers sent meanwhile (4 producers one in
+        flight each: 1,294 msg/s completing at once against base's 1,901, median of 5)."""
         if not future.done():
             if error is None:
                 future.set_result(sync_us)
             else:
                 future.set_exception(error)
-        self._synced(target, future)
+        loop = self._loop
+        if loop is None:  # stopped: the closer completes the groups
+            return
+        loop.call_soon(self._synced, target, future)
 
     def stop_thread(self) -> None:
         """Let the fsync thread end (after the fsync it may be running: ``stop_auto``'s future)."""
