@@ -49,6 +49,7 @@ NATIVE_MODULES: list[str] = [
     "txmq.broker.transaction.decide",
     "txmq.broker.transaction.rounds",
     "txmq.broker.transaction.service",
+    "txmq.protocol.grpc.checks",
     "txmq.protocol.grpc.convert",
     "txmq.protocol.grpc.wire",
     "txmq.server.remoting.convert",

@@ -120,6 +120,10 @@ flush_inline_busy_max: Final = 0.75
 flush_sync_ema_weight: Final = 0.25  # weight of the newest fsync in the moving average
 flush_defer_group_appends_min: Final = 2  # a group after one of this many appends waits for more:
 flush_defer_turns: Final = 2  # this many loop turns (4 producers: 1.9 -> 3.8 appends per fsync)
+# A free-space reading (statfs) of at least this much stands for this long: a write over prepared space
+# asks before every group, and another writer would have to fill 1 GiB within 100 ms for one to go unseen
+disk_free_ample_bytes: Final = 1 << 30
+disk_free_ample_ms: Final = 100
 
 # Transactions
 transaction_timeout_ms_default: Final = 6_000

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import posixpath
+import threading
 from collections.abc import Awaitable, Generator, Iterator, Sequence
 from typing import Any, Final
 
@@ -108,6 +109,10 @@ class MessageStore:
         self._tasks: list[asyncio.Task[None]] = []
         self._dispatch_wake = asyncio.Event()
         self._closed = False
+        # the loop ``start`` ran on and its thread: an append on it needs no running-loop lookup
+        # (``asyncio.get_running_loop`` makes a getpid system call each time on Python 3.11)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
         self._inflight: asyncio.Future[None] | None = None
         # what the last checkpoint recorded (offsets and queue ends): an unchanged one is not written
         self._checkpointed: tuple[int, int, tuple[tuple[str, int, int], ...] | None] | None = None
@@ -162,6 +167,7 @@ class MessageStore:
         if self._tasks:
             return
         loop = asyncio.get_running_loop()
+        self._loop, self._loop_thread = loop, threading.get_ident()
         if self._sync:
             self._commit.start_auto(loop)  # each group flushed as it opens (callbacks, no task)
         else:
@@ -184,6 +190,7 @@ class MessageStore:
         if self._closed:
             return
         self._closed = True
+        self._loop = None
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -194,6 +201,7 @@ class MessageStore:
         if synced is not None:
             with contextlib.suppress(Exception):  # its failure fenced the store and told its waiters
                 await synced  # never close files under an fsync still running in a thread
+        self._commit.stop_thread()
         if self._inflight is not None:
             with contextlib.suppress(StorageError):
                 await self._inflight  # never close files under an fsync still running in a thread
@@ -411,6 +419,9 @@ class MessageStore:
         if self.inline_flush:
             self.flush()  # raises StoreFenced (and fences) if the fsync fails: the append is not acked
             return DONE
+        loop = self._loop
+        if loop is not None and loop.is_running() and threading.get_ident() == self._loop_thread:
+            return self._commit.waiter(end_offset, shared, loop)  # the running loop is the store's
         try:
             asyncio.get_running_loop()
         except RuntimeError:

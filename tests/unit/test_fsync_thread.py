@@ -1,0 +1,74 @@
+"""A SYNC group whose fsync leaves the loop goes to the store's own fsync thread (a C-level queue in,
+one call_soon_threadsafe back) rather than through run_in_executor; the rules are those of the executor:
+ack only after the fdatasync returned, a failed one fences and fails every waiter, close waits for it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from txmq.common.clock import FakeClock
+from txmq.common.errors import StoreFenced
+from txmq.storage.api import PutRequest, StoreConfig
+from txmq.storage.fs import FaultyFileSystem
+from txmq.storage.store import MessageStore
+
+
+class ThreadRecordingFileSystem(FaultyFileSystem):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sync_threads: list[str] = []
+        self.fail_syncs = False
+
+    def before_sync(self) -> None:
+        self.sync_threads.append(threading.current_thread().name)
+        if self.fail_syncs:
+            raise OSError(5, "injected fsync error")
+        super().before_sync()
+
+
+def _store(fs: FaultyFileSystem) -> MessageStore:
+    config = StoreConfig(data_dir="/d", segment_bytes=1 << 20, checkpoint_interval_ms=3_600_000)
+    return MessageStore.open(config, fs=fs, clock=FakeClock())
+
+
+async def test_fsyncs_off_the_loop_run_on_the_stores_fsync_thread_which_ends_at_close() -> None:
+    fs = ThreadRecordingFileSystem()
+    store = _store(fs)
+    await store.start()
+    store._commit.inline_sync_us_max = -1.0  # every fsync off the loop
+    try:
+        await store.put(PutRequest("T", 0, b"first"))
+        fs.sync_threads.clear()
+        for round_ in range(3):
+            results = await asyncio.gather(*(store.put(PutRequest("T", 0, b"m%d" % i)) for i in range(4)))
+            assert [r.queue_offset for r in results] == [1 + 4 * round_ + i for i in range(4)]
+        assert fs.sync_threads and set(fs.sync_threads) == {"txmq-fsync"}
+        assert store.read_queue("T", 0, 0, 32).records[-1].body == b"m3"  # dispatched before the ack
+        thread = next(t for t in threading.enumerate() if t.name == "txmq-fsync")
+    finally:
+        await store.close()
+    thread.join(10)
+    assert not thread.is_alive()
+
+
+async def test_a_failed_fsync_on_the_thread_fences_and_fails_every_waiter() -> None:
+    fs = ThreadRecordingFileSystem()
+    store = _store(fs)
+    await store.start()
+    store._commit.inline_sync_us_max = -1.0
+    try:
+        await store.put(PutRequest("T", 0, b"first"))
+        fs.fail_syncs = True
+        outcomes = await asyncio.gather(
+            *(store.put(PutRequest("T", 0, b"m%d" % i)) for i in range(3)), return_exceptions=True
+        )
+        assert all(isinstance(o, StoreFenced) for o in outcomes)
+        assert "txmq-fsync" in fs.sync_threads
+        fs.fail_syncs = False
+        with pytest.raises(StoreFenced):  # never retried: the store stays fenced
+            await store.put(PutRequest("T", 0, b"later"))
+    finally:
+        await store.close()
