@@ -331,3 +331,28 @@ def test_a_run_of_units_writes_the_units_put_one_by_one(
     each.write()
     assert _files(run_fs) == _files(each_fs)
     assert run.max_physical_offset == each.max_physical_offset == offsets[-1]
+
+
+@pytest.mark.parametrize("few", [True, False])
+def test_a_group_that_fills_its_segment_exactly_is_written_to_that_segment(few: bool) -> None:
+    """Records buffered in one group end on the segment's last byte, and the next append rolls: the
+    buffered records are written to their own segment before the new one becomes the active one (they
+    went to the new segment's file before, where no offset pointed at them)."""
+    fs = FaultyFileSystem()
+    store = _open_small(fs)
+    first = store._log.append_one("T", _fields(PutRequest("T", 0, b"x" * 1000)))
+    empty = codec.encoded_size(b"T", b"", STORE_HOST.encode(), b"", b"")  # a record's size without body
+    exact = _fields(PutRequest("T", 0, b"y" * (4096 - first.size - empty)))
+    if few:
+        (second,) = store._log.append([("T", exact)])
+        (third,) = store._log.append([("T", _fields(PutRequest("T", 0, b"z" * 10)))])
+    else:
+        (second,) = store._log.append_records(["T"], [exact]).results()
+        (third,) = store._log.append_records(["T"], [_fields(PutRequest("T", 0, b"z" * 10))]).results()
+    assert second.physical_offset + second.size == 4096  # the segment is full to its last byte
+    assert third.physical_offset == 4096
+    store.flush()
+    bodies = [b"x" * 1000, b"y" * len(exact.body), b"z" * 10]
+    assert [r.body for r in store.read_queue("T", 0, 0, 8).records] == bodies
+    segment_files = sorted(p for p in fs.files if "/commitlog/" in p)
+    assert [len(fs.read_file(p)) for p in segment_files] == [4096, third.size]

@@ -388,18 +388,22 @@ class CommitLog:
         Rolling writes the buffered group and the blank marker to the old segment first, so the
         buffer only ever holds bytes of the active segment."""
         segment = self.segments.active
-        if segment is not None and self.write_offset < segment.base + self.segment_bytes:
-            left = segment.base + self.segment_bytes - self.write_offset
-            if total <= left:
-                self._room_segment, self._room_end = segment, segment.base + self.segment_bytes
-                return segment
-            if left >= codec.BLANK_BYTES:
-                self._ensure_room(codec.BLANK_BYTES)
-                codec.BLANK.pack_into(self._buf, self._fill, codec.BLANK_MAGIC, left)
-                self._fill += codec.BLANK_BYTES
-                self.write_offset += codec.BLANK_BYTES
+        if segment is not None:
+            segment_end = segment.base + self.segment_bytes
+            left = segment_end - self.write_offset
+            if left > 0:
+                if total <= left:
+                    self._room_segment, self._room_end = segment, segment_end
+                    return segment
+                if left >= codec.BLANK_BYTES:
+                    self._ensure_room(codec.BLANK_BYTES)
+                    codec.BLANK.pack_into(self._buf, self._fill, codec.BLANK_MAGIC, left)
+                    self._fill += codec.BLANK_BYTES
+                    self.write_offset += codec.BLANK_BYTES
+            # also when the buffered group filled the segment to its last byte (left == 0): its bytes
+            # belong to this segment, and write_buffered writes to the active one, which is about to change
             self.write_buffered()
-            self.write_offset = segment.base + self.segment_bytes
+            self.write_offset = segment_end
         try:
             segment = self.segments.create(self.write_offset)
         except OSError as exc:
