@@ -53,6 +53,30 @@ def props_text(properties: dict[str, str]) -> str:
     return props.encode(properties).decode("utf-8")
 
 
+def _plain_split(
+    cache: dict[tuple[str, bool], tuple[str, str] | None],
+    max_entries: int,
+    producer_group: str,
+    transactional: bool,
+    quoted: bool,
+) -> tuple[str, str] | None:
+    """A plain message's property text (JSON-quoted when ``quoted``) split where its id goes, cached
+    per (group, transactional) in ``cache``; None when the text does not split once."""
+    key = (producer_group, transactional)
+    if key in cache:
+        return cache[key]
+    if len(cache) >= max_entries:
+        cache.clear()
+    template = Message("t", b"", transactional=transactional)
+    text = props_text(conv.message_properties(template, ID_MARK, producer_group))
+    if quoted:
+        text = json_quote(text)
+    before, mark, after = text.partition(ID_MARK)
+    parts = (before, after) if mark and ID_MARK not in after else None
+    cache[key] = parts
+    return parts
+
+
 class SendHeaders:
     """The constant parts of SEND_MESSAGE_V2 headers as JSON text, per (group, queue, flag): the
     fields before the born time, and those after the properties, rendered as ``headers.send_v2_fields``
@@ -67,17 +91,7 @@ class SendHeaders:
         """The properties field of a plain message (``plain``) as quoted JSON text around its message
         id: ``json_quote(props_text(conv.message_properties(...)))`` split where the id goes; None
         when that text does not split once (then the caller goes the general way)."""
-        key = (producer_group, transactional)
-        if key in self._plain:
-            return self._plain[key]
-        if len(self._plain) >= self._max_entries:
-            self._plain.clear()
-        template = Message("t", b"", transactional=transactional)
-        quoted = json_quote(props_text(conv.message_properties(template, ID_MARK, producer_group)))
-        before, mark, after = quoted.partition(ID_MARK)
-        parts = (before, after) if mark and ID_MARK not in after else None
-        self._plain[key] = parts
-        return parts
+        return _plain_split(self._plain, self._max_entries, producer_group, transactional, True)
 
     def parts(self, producer_group: str, mq: MessageQueue, queue_id: int, sys_flag: int) -> tuple[str, str]:
         key = (producer_group, mq.topic, queue_id, sys_flag, mq.broker_name)
@@ -146,17 +160,7 @@ class BinarySendHeaders:
 
     def plain_properties(self, producer_group: str, transactional: bool) -> tuple[str, str] | None:
         """The properties text of a plain message (``plain``) split where its id goes, or None."""
-        key = (producer_group, transactional)
-        if key in self._plain:
-            return self._plain[key]
-        if len(self._plain) >= self._max_entries:
-            self._plain.clear()
-        template = Message("t", b"", transactional=transactional)
-        text = props_text(conv.message_properties(template, ID_MARK, producer_group))
-        before, mark, after = text.partition(ID_MARK)
-        parts = (before, after) if mark and ID_MARK not in after else None
-        self._plain[key] = parts
-        return parts
+        return _plain_split(self._plain, self._max_entries, producer_group, transactional, False)
 
     def parts(
         self, producer_group: str, mq: MessageQueue, queue_id: int, sys_flag: int
