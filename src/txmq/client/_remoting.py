@@ -186,8 +186,8 @@ class RemotingTransport:
         self._reconnect_hooks: list[OnReconnect] = []
         self._ids_changed_hooks: list[Callable[[str], Awaitable[None]]] = []
         self._heartbeat_task: asyncio.Task[None] | None = None
-        self._headers = _SendHeaders()
-        self._binary_headers = _BinarySendHeaders()
+        self._headers = single.SendHeaders()
+        self._binary_headers = single.BinarySendHeaders()
 
     def supports(self, feature: Feature) -> bool:
         return feature is not Feature.POP
@@ -417,7 +417,7 @@ class RemotingTransport:
         ext = headers.send_v2_fields(
             producer_group or "DEFAULT_PRODUCER", mq.topic, names.DEFAULT_TOPIC,
             limits.queues_per_topic_default, queue_id, conv.sys_flag_of(first), now,
-            None if batch else _props_text(conv.message_properties(first, ids[0], producer_group)),
+            None if batch else single.props_text(conv.message_properties(first, ids[0], producer_group)),
             batch, mq.broker_name,
         )  # fmt: skip
         if not batch:
@@ -465,7 +465,7 @@ class RemotingTransport:
             return [single.send_result(target, message_id, await channel.answer(future))]
         code, ext, body, ids = self._send_request(target, messages, producer_group, queue_id)
         response = await channel.request(code, ext, body, timeout_s=timeout_s)
-        return _send_results(target, ids, response)
+        return single.send_results(target, ids, response)
 
     def cached_write_queues(self, topic: str) -> Sequence[MessageQueue] | None:
         route = self._routes.get(topic)
@@ -755,16 +755,3 @@ def _no_pop() -> errors.Unsupported:
         "receive/ack/change_invisible_duration (POP) are not served by txmq's remoting door; "
         "use transport='grpc' for a SimpleConsumer, or a PushConsumer/PullConsumer over remoting"
     )
-
-
-# the single send's per-message half lives in the compiled ``_single`` (these names are its, kept here)
-_ID_MARK = single.ID_MARK
-_BORN_TO_PROPERTIES = single.BORN_TO_PROPERTIES
-_plain = single.plain
-_SendHeaders = single.SendHeaders
-_render_parts = single.render_parts
-_send_results = single.send_results
-
-
-_props_text = single.props_text
-_BinarySendHeaders = single.BinarySendHeaders

@@ -157,32 +157,24 @@ class RemotingConnection:
     def send_json_request(self, code: int, ext_json: str, body: bytes) -> tuple[int, bytes]:
         """``new_request(code, ext, body)`` and ``send`` of it, for a JSON connection, with the
         extFields already rendered (``ext_json``): ``(opaque, bytes)``; the request is pending."""
-        self._check_json_open()
-        pending = self._pending
-        if len(pending) >= self.max_pending:
-            raise LocalProtocolError(f"{len(pending)} requests pending, the limit")
-        opaque = self._fresh_opaque()
+        opaque = self._rendered_request_opaque(SerializeType.JSON)
         data = frame.encode_json_request(code, self.language, self.version, opaque, 0, ext_json, body)
-        pending[opaque] = code
+        self._pending[opaque] = code
         return opaque, data
 
     def send_json_oneway(self, code: int, ext_json: str) -> bytes:
         """``send(new_request(code, ext, oneway=True))`` for a JSON connection, with the extFields
         already rendered (``ext_json``) and no body: the frame's bytes (nothing becomes pending)."""
-        self._check_json_open()
+        self._check_rendered_open(SerializeType.JSON)
         opaque = self._fresh_opaque()
         return frame.encode_json_request(code, self.language, self.version, opaque, RPC_ONEWAY, ext_json, b"")
 
     def send_binary_request(self, code: int, ext: bytes, body: bytes) -> tuple[int, bytes]:
         """``send_json_request`` for a ROCKETMQ connection: the extFields already rendered as
         ``frame.binary_ext`` writes them (``ext``); ``(opaque, bytes)``, the request is pending."""
-        self._check_rendered_open(SerializeType.ROCKETMQ)
-        pending = self._pending
-        if len(pending) >= self.max_pending:
-            raise LocalProtocolError(f"{len(pending)} requests pending, the limit")
-        opaque = self._fresh_opaque()
+        opaque = self._rendered_request_opaque(SerializeType.ROCKETMQ)
         data = frame.encode_binary_request(code, self.language, self.version, opaque, 0, ext, body)
-        pending[opaque] = code
+        self._pending[opaque] = code
         return opaque, data
 
     def send_binary_oneway(self, code: int, ext: bytes) -> bytes:
@@ -200,9 +192,14 @@ class RemotingConnection:
         self._next_opaque = (opaque + 1) & _OPAQUE_MAX
         return opaque
 
-    def _check_json_open(self) -> None:
-        """Raise unless this is an open JSON connection (pre-rendered JSON headers need one)."""
-        self._check_rendered_open(SerializeType.JSON)
+    def _rendered_request_opaque(self, serialize_type: SerializeType) -> int:
+        """The opaque for a two-way request with a pre-rendered ``serialize_type`` header (the caller
+        makes it pending once its frame is encoded); raises when the connection is not open in that
+        format or the pending limit is reached."""
+        self._check_rendered_open(serialize_type)
+        if len(self._pending) >= self.max_pending:
+            raise LocalProtocolError(f"{len(self._pending)} requests pending, the limit")
+        return self._fresh_opaque()
 
     def _check_rendered_open(self, serialize_type: SerializeType) -> None:
         """Raise unless this connection is open and writes ``serialize_type`` headers (the format of
