@@ -143,9 +143,9 @@ class GroupCommit:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flushing = False
         self.inflight: asyncio.Future[int] | None = None
-        # the store's fsync thread (started at the first fsync that leaves the loop): groups to sync
-        # arrive through a C-level queue and each reports back with one call_soon_threadsafe, where
-        # run_in_executor's hop cost ~110k instructions more per group (groupcost.md)
+        # the store's fsync thread (started at its first job: an fsync that leaves the loop, or a
+        # zero-fill ahead): jobs arrive through a C-level queue and each reports back with one
+        # call_soon_threadsafe, where run_in_executor's hop cost ~110k instructions more (groupcost.md)
         self._jobs: queue.SimpleQueue[_Job | None] | None = None
         self.sync_ema_us = 0.0
         self.group_bytes_ema = 0.0  # bytes per completed group, moving average
