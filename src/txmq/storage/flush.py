@@ -11,7 +11,7 @@ waiter. While the disk is not very slow (a moving average of fsync time at most
 blocked loop would not read meanwhile) the fsync runs on
 the loop's thread: a worker thread would need the GIL back twice per fsync (to start, and to
 report), which a busy loop hands over only at the 5 ms switch interval. On a slower disk the fsync
-runs on the store's own fsync thread (``txmq-fsync``, started at the first such group) so the loop
+runs on the store's own fsync thread (``txmq-fsync``, started at its first job) so the loop
 keeps accepting appends meanwhile (they form the next group, flushed when this one completes): the
 group goes over in a ``queue.SimpleQueue`` and comes back with one ``call_soon_threadsafe``, ~110k
 instructions less per group than ``run_in_executor``'s futures and locks. A failed fsync fences
@@ -23,12 +23,13 @@ In ASYNC mode (``ack_on_write``) the open group is written at the end of the eve
 opened it, dispatched, and acknowledged; fsync happens every flush interval.
 
 Preallocation (SYNC mode): once a group completed, if the CommitLog's prepared space runs low
-(``CommitLog.prepare_due``), the next chunk of zeros is written and fsynced in the executor before
-the next group is flushed (groups meanwhile collect appends, as during an fsync in a thread), so no
-zero-fill is ever in a group's fdatasync and no group's write extends the file. It pays while
-groups are small (a journaled size change saved per fdatasync, for the zeros written once): when
-groups average more than ``PREPARE_GROUP_BYTES_MAX`` the zeros would cost more disk bandwidth than
-the journal commits they save, and nothing is prepared (the file grows with the groups).
+(``CommitLog.prepare_due``), the next chunk of zeros is written and fsynced on the fsync thread (the
+same hand-off as a group's fsync, not ``run_in_executor``) before the next group is flushed (groups
+meanwhile collect appends, as during an fsync in a thread), so no zero-fill is ever in a group's
+fdatasync and no group's write extends the file. It pays while groups are small (a journaled size
+change saved per fdatasync, for the zeros written once): when groups average more than
+``PREPARE_GROUP_BYTES_MAX`` the zeros would cost more disk bandwidth than the journal commits they
+save, and nothing is prepared (the file grows with the groups).
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ DONE = Done()
 _LOG = logging.getLogger(__name__)
 PREPARE_GROUP_BYTES_MAX = 64 * 1024  # groups larger on average: no zero-filling ahead
 _Group = list[asyncio.Future[None]]
+# A job for the fsync thread: the segments of a group to fsync (with the group's target offset), or a
+# segment file to zero-fill ahead up to the length given; the future settles with the microseconds
+# the fsync took or the bytes the zero-fill wrote.
+_Job = tuple[list[Segment] | SegmentFile, int, asyncio.Future[int]]
 
 
 def _settle(group: _Group, exc: BaseException | None) -> None:
@@ -75,6 +80,16 @@ def _settle(group: _Group, exc: BaseException | None) -> None:
                 future.set_result(None)
             else:
                 future.set_exception(exc)
+
+
+def _resolve(future: asyncio.Future[int], result: int, error: BaseException | None) -> None:
+    """On the loop: settle a future of the fsync thread's work (unless cancelled meanwhile)."""
+    if future.done():
+        return
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(error)
 
 
 def sync_inline(group_appends: int, sync_ema_us: float, inline_sync_us_max: float, busy: float) -> bool:
@@ -128,10 +143,10 @@ class GroupCommit:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flushing = False
         self.inflight: asyncio.Future[int] | None = None
-        # the store's fsync thread (started at the first fsync that leaves the loop): groups to sync
-        # arrive through a C-level queue and each reports back with one call_soon_threadsafe, where
-        # run_in_executor's hop cost ~110k instructions more per group (groupcost.md)
-        self._jobs: queue.SimpleQueue[tuple[list[Segment], int, asyncio.Future[int]] | None] | None = None
+        # the store's fsync thread (started at its first job: an fsync that leaves the loop, or a
+        # zero-fill ahead): jobs arrive through a C-level queue and each reports back with one
+        # call_soon_threadsafe, where run_in_executor's hop cost ~110k instructions more (groupcost.md)
+        self._jobs: queue.SimpleQueue[_Job | None] | None = None
         self.sync_ema_us = 0.0
         self.group_bytes_ema = 0.0  # bytes per completed group, moving average
         self._group_appends = 0  # waiters that joined the open group
@@ -241,9 +256,7 @@ class GroupCommit:
         except Exception as exc:  # noqa: BLE001 - a loop callback: fence rather than strand waiters
             self._flush_failed(exc)
 
-    def _fsync_jobs(
-        self, loop: asyncio.AbstractEventLoop
-    ) -> queue.SimpleQueue[tuple[list[Segment], int, asyncio.Future[int]] | None]:
+    def _fsync_jobs(self, loop: asyncio.AbstractEventLoop) -> queue.SimpleQueue[_Job | None]:
         """The fsync thread's queue, starting the thread on first use."""
         jobs = self._jobs
         if jobs is None:
@@ -253,22 +266,22 @@ class GroupCommit:
             ).start()
         return jobs
 
-    def _fsync_worker(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        jobs: queue.SimpleQueue[tuple[list[Segment], int, asyncio.Future[int]] | None],
-    ) -> None:
-        """The fsync thread: sync each group handed over, report to the loop (``_fsynced``)."""
+    def _fsync_worker(self, loop: asyncio.AbstractEventLoop, jobs: queue.SimpleQueue[_Job | None]) -> None:
+        """The fsync thread: sync each group handed over and report to the loop (``_fsynced``), or
+        zero-fill a segment ahead and settle its future (whose done callback is ``_prepared``)."""
         while (job := jobs.get()) is not None:
-            segments, target, future = job
+            what, target, future = job
             error: BaseException | None = None
-            sync_us = 0
+            result = 0
             try:
-                sync_us = self._timed_sync(segments)
+                result = what.prepare(target) if isinstance(what, SegmentFile) else self._timed_sync(what)
             except BaseException as exc:  # noqa: BLE001 - reported to the loop, which fences
                 error = exc
             try:
-                loop.call_soon_threadsafe(self._fsynced, target, future, sync_us, error)
+                if isinstance(what, SegmentFile):
+                    loop.call_soon_threadsafe(_resolve, future, result, error)
+                else:
+                    loop.call_soon_threadsafe(self._fsynced, target, future, result, error)
             except RuntimeError:  # the loop is closed: nobody is left to tell
                 return
 
@@ -279,11 +292,7 @@ class GroupCommit:
         and complete the group with ``_synced`` one loop turn later, as the executor's chained future
         did: the turn in between reads what the other producers sent meanwhile (4 producers one in
         flight each: 1,294 msg/s completing at once against base's 1,901, median of 5)."""
-        if not future.done():
-            if error is None:
-                future.set_result(sync_us)
-            else:
-                future.set_exception(error)
+        _resolve(future, sync_us, error)
         loop = self._loop
         if loop is None:  # stopped: the closer completes the groups
             return
@@ -325,7 +334,7 @@ class GroupCommit:
             self._flush_failed(exc)
 
     def _prepare_soon(self) -> bool:
-        """SYNC mode, after a group completed: zero-fill ahead in the executor if the CommitLog's
+        """SYNC mode, after a group completed: zero-fill ahead on the fsync thread if the CommitLog's
         prepared space runs low; the next group waits for it (``_flushing``). True if started."""
         loop = self._loop
         if loop is None or self._flushing or self.group_bytes_ema > PREPARE_GROUP_BYTES_MAX:
@@ -335,8 +344,9 @@ class GroupCommit:
             return False
         handle, target = due
         self._flushing = True
-        self.inflight = loop.run_in_executor(None, handle.prepare, target)
-        self.inflight.add_done_callback(functools.partial(self._prepared, handle))
+        self.inflight = future = loop.create_future()
+        future.add_done_callback(functools.partial(self._prepared, handle))
+        self._fsync_jobs(loop).put((handle, target, future))
         return True
 
     def _prepared(self, handle: SegmentFile, done: asyncio.Future[int]) -> None:
