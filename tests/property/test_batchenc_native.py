@@ -2,13 +2,15 @@
 batch encoder against ``codec.encode_batch_into_py`` and ``codec.encode`` record by record (same bytes,
 same offsets, nothing written outside the batch, a short buffer refused and never overrun, a size
 that is not its record's refused, an out-of-range field refused as struct does), CRC32C (SSE4.2 and
-table) against ``crc32c.crc32c``.
+table) against ``crc32c.crc32c``, the blake2b-8 key digests against hashlib, the index entries
+against ``ENTRY``.
 
 Skipped where the extension is not built (a pure install, ``TXMQ_PURE=1``): the Python paths are then
 the ones that run, and ``test_batch_append.py`` holds them to ``codec.encode``."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 import subprocess
@@ -23,6 +25,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import subprocess_env
 from txmq.storage import codec
+from txmq.storage.index import key_digests_py, key_hash, key_hashes
+from txmq.storage.index_sealed import ENTRY
 
 NATIVE: Any = codec.BATCHENC
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="txmq.storage._batchenc is not built")
@@ -192,6 +196,52 @@ def test_crc32c_is_the_crc32c_packages(data: bytes, value: int, skip: int) -> No
     assert NATIVE.crc32c(view, value) == want
     assert NATIVE.crc32c_table(view, value) == want
     assert NATIVE.crc32c(view) == crc32c.crc32c(view)
+
+
+_key_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(keys=st.lists(_key_text, max_size=20))
+def test_key_digests_are_hashlibs_blake2b_8(keys: list[str]) -> None:
+    joined = NATIVE.key_digests(keys)
+    assert joined == b"".join(key_digests_py(keys))
+    assert key_hashes(keys) == [int.from_bytes(d, "big") for d in key_digests_py(keys)]
+    assert [key_hash(k) for k in keys] == key_hashes(keys)
+
+
+@pytest.mark.parametrize("length", [0, 1, 63, 64, 127, 128, 129, 255, 256, 257, 1000])
+def test_key_digests_at_block_boundaries(length: int) -> None:
+    """blake2b's last block is the one with the final flag, also when the input fills it exactly."""
+    key = "k" * length
+    assert (
+        NATIVE.key_digests([key, "é" * length])
+        == hashlib.blake2b(key.encode(), digest_size=8).digest()
+        + hashlib.blake2b(("é" * length).encode(), digest_size=8).digest()
+    )
+
+
+def test_key_digests_refuse_what_str_encode_refuses() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        NATIVE.key_digests(["ok", "\ud800"])
+    with pytest.raises(UnicodeEncodeError):
+        "\ud800".encode()
+    with pytest.raises(AttributeError):
+        NATIVE.key_digests([b"bytes"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    entries=st.lists(st.tuples(st.binary(min_size=8, max_size=8), st.integers(-(1 << 63), (1 << 63) - 1))),
+    store_ms=st.integers(-(1 << 63), (1 << 63) - 1),
+)
+def test_pack_entries_packs_the_index_entry_layout(entries: list[tuple[bytes, int]], store_ms: int) -> None:
+    digests = b"".join(d for d, _ in entries)
+    offsets = [o for _, o in entries]
+    want = b"".join(ENTRY.pack(int.from_bytes(d, "big"), o, store_ms) for d, o in entries)
+    assert NATIVE.pack_entries(digests, offsets, store_ms) == want
+    with pytest.raises(ValueError):
+        NATIVE.pack_entries(digests + b"x", offsets, store_ms)
 
 
 def test_pure_at_run_time_does_without_the_extension(tmp_path: Path) -> None:
