@@ -3,7 +3,7 @@ batch encoder against ``codec.encode_batch_into_py`` and ``codec.encode`` record
 same offsets, nothing written outside the batch, a short buffer refused and never overrun, a size
 that is not its record's refused, an out-of-range field refused as struct does), CRC32C (SSE4.2 and
 table) against ``crc32c.crc32c``, the blake2b-8 key digests against hashlib, the index entries
-against ``ENTRY``.
+against ``ENTRY``, the send lane's offset message ids against ``_HEX16``.
 
 Skipped where the extension is not built (a pure install, ``TXMQ_PURE=1``): the Python paths are then
 the ones that run, and ``test_batch_append.py`` holds them to ``codec.encode``."""
@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import subprocess_env
+from txmq.broker.send import _HEX16, _hex16s, offset_ids
 from txmq.storage import codec
 from txmq.storage.index import key_digests_py, key_hash, key_hashes
 from txmq.storage.index_sealed import ENTRY
@@ -254,3 +255,26 @@ def test_pure_at_run_time_does_without_the_extension(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False"]
     assert os.path.basename(NATIVE.__file__).startswith("_batchenc.")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    prefix=st.sampled_from(["", "C0A8000100002A9F", "0A010203000027D3", "é-not-hex"]),
+    offsets=st.lists(st.integers(0, (1 << 64) - 1), max_size=20),
+)
+def test_offset_ids_are_the_prefix_and_sixteen_hex_digits(prefix: str, offsets: list[int]) -> None:
+    want = [prefix + _HEX16(o) for o in offsets]
+    assert NATIVE.offset_ids(prefix, offsets) == want
+    assert offset_ids(prefix, offsets) == want
+    assert [prefix + h for h in _hex16s(offsets)] == want  # the Python path without the extension
+
+
+def test_offset_ids_refuse_what_is_not_an_offset() -> None:
+    with pytest.raises(OverflowError):
+        NATIVE.offset_ids("P", [-1])
+    with pytest.raises(OverflowError):
+        NATIVE.offset_ids("P", [1 << 64])
+    with pytest.raises(struct.error):
+        NATIVE.offset_ids("P", ["1"])
+    with pytest.raises(TypeError):
+        NATIVE.offset_ids(b"P", [1])
