@@ -127,7 +127,7 @@ def guard(manifest: str = MANIFEST) -> None:
     if bad:
         raise StaleNativeModule(
             f"txmq: compiled module(s) {', '.join(bad)} are older than their source (it changed after "
-            "the mypyc build, and Python would run the old compiled code): rebuild with `make install` "
+            "the build, and Python would run the old compiled code): rebuild with `make install` "
             "(or `python setup.py build_ext --inplace`), remove them with `python build_native.py "
             "--clean`, or set TXMQ_PURE=1 to ignore them"
         )
