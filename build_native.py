@@ -1,8 +1,9 @@
 """The one list of txmq modules compiled with mypyc, and the build manifest that guards them.
 
-``setup.py`` compiles :data:`NATIVE_MODULES` (unless ``TXMQ_PURE=1``, no compiler, or mypyc fails:
-then txmq stays pure Python) and writes ``src/txmq/_native_build.txt``: for every compiled module
-its source's size, mtime and SHA-256. ``txmq._native`` reads it at ``import txmq`` and refuses to run
+``setup.py`` compiles :data:`NATIVE_MODULES` with mypyc and the C extensions of :data:`C_MODULES`
+(unless ``TXMQ_PURE=1``, no compiler, or mypyc fails: then txmq stays pure Python) and writes
+``src/txmq/_native_build.txt``: for every compiled module its source's (``.py`` or ``.c``) size,
+mtime and SHA-256. ``txmq._native`` reads it at ``import txmq`` and refuses to run
 a compiled module whose ``.py`` changed since the build (Python would import the stale ``.so``).
 
 ``python build_native.py --check`` exits 0 when the in-place build is current (same module list,
@@ -67,8 +68,22 @@ NATIVE_MODULES: list[str] = [
     "txmq.spark.rows",
 ]
 
+# Hand-written C extensions built beside the mypyc ones (same fate: no compiler or a failing build
+# leaves pure Python, whose code is the reference they are tested against). Module -> its C source,
+# relative to src/. Recorded in the same manifest: a changed .c is a stale build, as a changed .py is.
+C_MODULES: dict[str, str] = {
+    "txmq.storage._batchenc": "txmq/storage/_batchenc.c",  # batched append: encode, CRC32C, key digests
+}
+
+
+def all_modules() -> list[str]:
+    """Every module of a compiled build: the mypyc ones and the C extensions."""
+    return NATIVE_MODULES + list(C_MODULES)
+
 
 def source_path(module: str) -> Path:
+    if module in C_MODULES:
+        return SRC.joinpath(*C_MODULES[module].split("/"))
     return SRC.joinpath(*module.split(".")).with_suffix(".py")
 
 
@@ -127,13 +142,13 @@ def is_current() -> tuple[bool, str]:
     recorded = recorded_modules()
     if not recorded:
         return False, "no build manifest"
-    if sorted(recorded) != sorted(NATIVE_MODULES):
+    if sorted(recorded) != sorted(all_modules()):
         return False, "the module list changed"
     for module, entry in recorded.items():
         path = source_path(module)
         if not path.exists() or digest(path) != entry:
             return False, f"{module}: source changed since the build"
-        if not list(path.parent.glob(path.stem + ".*.so")):
+        if not [p for p in path.parent.glob(path.stem + ".*") if p.suffix in (".so", ".pyd")]:
             return False, f"{module}: compiled file missing"
     return True, "compiled modules are current"
 
@@ -147,7 +162,7 @@ def main(argv: list[str]) -> int:
         clean()
         return 0
     if argv == ["--list"]:
-        print("\n".join(NATIVE_MODULES))
+        print("\n".join(all_modules()))
         return 0
     print("usage: build_native.py --check | --clean | --list", file=sys.stderr)
     return 2

@@ -43,13 +43,15 @@ class BuildNative(build_ext):
         except ImportError as exc:
             return self._pure(f"mypyc unavailable ({exc})")
         started = time.monotonic()
-        self._manifest = bn.manifest_for(bn.NATIVE_MODULES)  # the sources mypyc is about to read
+        self._manifest = bn.manifest_for(bn.all_modules())  # the sources about to be compiled
         paths = [os.path.relpath(bn.source_path(m), bn.ROOT) for m in bn.NATIVE_MODULES]
         try:
             exts = mypycify(paths, opt_level="3", group_name=bn.GROUP)
         except (Exception, SystemExit) as exc:  # noqa: BLE001  (any failure: pure; mypyc uses sys.exit)
             return self._pure(f"mypyc failed ({str(exc).strip()[:200]})")
         _say(f"mypyc generated C for {len(paths)} modules in {time.monotonic() - started:.1f} s")
+        for module, rel in bn.C_MODULES.items():  # the hand-written C extensions, built with them
+            exts.append(Extension(module, sources=[os.path.join("src", *rel.split("/"))]))
         return exts
 
     def _pure(self, reason: str) -> list[Extension]:
@@ -80,7 +82,7 @@ class BuildNative(build_ext):
         target = bn.MANIFEST if inplace else os.path.join(self.build_lib, "txmq", bn.MANIFEST.name)
         with open(target, "w") as out:
             out.write(self._manifest or "")
-        _say(f"compiled {len(bn.NATIVE_MODULES)} modules with mypyc in {time.monotonic() - started:.1f} s")
+        _say(f"compiled {len(bn.all_modules())} modules (mypyc and C) in {time.monotonic() - started:.1f} s")
 
 
 setup(ext_modules=[_PLACEHOLDER], cmdclass={"build_ext": BuildNative})

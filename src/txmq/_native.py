@@ -9,7 +9,8 @@ It costs one small file read and one ``stat`` per compiled module; a source is h
 size or mtime changed (a checkout that rewrites the same bytes passes).
 
 ``TXMQ_PURE=1`` (at build or at run time) means pure Python: ``setup.py`` compiles nothing, and at
-run time the compiled files are ignored (each listed module is imported from its ``.py``).
+run time the compiled files are ignored (each listed module is imported from its ``.py``; a C
+extension, listed with its ``.c``, is not importable, and its user runs its Python reference).
 
 ``python -m txmq.native`` prints which modules are compiled; benchmarks print :func:`summary`. This
 module is imported by ``import txmq``: keep it small and free of txmq imports.
@@ -33,7 +34,7 @@ class StaleNativeModule(ImportError):
 
 class Entry(NamedTuple):
     module: str
-    source: str  # absolute path of the .py compiled
+    source: str  # absolute path of the source compiled: a .py (mypyc) or a .c (a C extension)
     size: int
     mtime_ns: int
     sha256: str
@@ -63,7 +64,7 @@ def entries(manifest: str = MANIFEST) -> list[Entry]:
 
 def _compiled_file(entry: Entry) -> str | None:
     folder, name = os.path.split(entry.source)
-    stem = name[: -len(".py")]
+    stem = os.path.splitext(name)[0]
     try:
         names = os.listdir(folder)
     except OSError:
@@ -94,7 +95,8 @@ def stale(entry: Entry) -> bool:
 
 
 class _SourceOnly:
-    """A meta path finder importing the listed modules from their .py (TXMQ_PURE=1 at run time)."""
+    """A meta path finder importing the listed modules from their .py (TXMQ_PURE=1 at run time); a C
+    extension (its source a .c) is not found at all: its importer falls back to the Python code."""
 
     def __init__(self, sources: dict[str, str]) -> None:
         self.sources = sources
@@ -105,6 +107,8 @@ class _SourceOnly:
         source = self.sources.get(name)
         if source is None:
             return None
+        if not source.endswith(".py"):
+            raise ModuleNotFoundError(f"{name}: TXMQ_PURE=1 runs no C extension", name=name)
         from importlib.util import spec_from_file_location
 
         return spec_from_file_location(name, source)
@@ -123,7 +127,7 @@ def guard(manifest: str = MANIFEST) -> None:
     if bad:
         raise StaleNativeModule(
             f"txmq: compiled module(s) {', '.join(bad)} are older than their source (it changed after "
-            "the mypyc build, and Python would run the old compiled code): rebuild with `make install` "
+            "the build, and Python would run the old compiled code): rebuild with `make install` "
             "(or `python setup.py build_ext --inplace`), remove them with `python build_native.py "
             "--clean`, or set TXMQ_PURE=1 to ignore them"
         )

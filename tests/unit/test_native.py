@@ -89,6 +89,69 @@ def test_pure_at_run_time_imports_listed_modules_from_source(
         sys.meta_path[:] = before
 
 
+@pytest.fixture
+def built_c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A fake build of a hand-written C extension: pkg/ext.c, its compiled file, the manifest."""
+    monkeypatch.delenv("TXMQ_PURE", raising=False)
+    (tmp_path / "pkg").mkdir()
+    source = tmp_path / "pkg" / "ext.c"
+    source.write_text("int x;\n")
+    (tmp_path / "pkg" / f"ext.{SO}").write_bytes(b"")
+    return source, _manifest(tmp_path, "fakepkg.pkg.ext", "pkg/ext.c")
+
+
+def test_an_edited_c_source_is_refused_at_import(built_c: tuple[Path, Path]) -> None:
+    """A C extension's .c is guarded as a mypyc module's .py: its compiled file is found by the
+    source's stem, and a changed source with that file present is a stale build."""
+    source, manifest = built_c
+    (entry,) = _native.entries(str(manifest))
+    assert _native._compiled_file(entry) == str(source.parent / f"ext.{SO}")
+    _native.guard(str(manifest))
+    source.write_text("int y;\n")
+    os.utime(source, ns=(1, 1))
+    with pytest.raises(_native.StaleNativeModule, match=r"fakepkg\.pkg\.ext"):
+        _native.guard(str(manifest))
+    (source.parent / f"ext.{SO}").unlink()
+    _native.guard(str(manifest))
+
+
+def test_pure_at_run_time_does_not_import_a_c_extension(
+    built_c: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, manifest = built_c
+    monkeypatch.setenv("TXMQ_PURE", "1")
+    before = list(sys.meta_path)
+    sys.meta_path[:] = [f for f in before if not isinstance(f, _native._SourceOnly)]
+    try:
+        _native.guard(str(manifest))
+        finder = sys.meta_path[0]
+        assert isinstance(finder, _native._SourceOnly)
+        with pytest.raises(ModuleNotFoundError, match="TXMQ_PURE=1"):
+            finder.find_spec("fakepkg.pkg.ext")
+    finally:
+        sys.meta_path[:] = before
+
+
+def test_the_c_extensions_are_in_the_build_and_its_check(tmp_path: Path) -> None:
+    """setup.py builds and records the C extensions with the mypyc modules; `--check` (the Makefile's
+    rebuild test) counts them: a manifest without them is not current."""
+    assert set(build_native.C_MODULES) <= set(build_native.all_modules())
+    for module in build_native.C_MODULES:
+        assert build_native.source_path(module).suffix == ".c"
+        assert build_native.source_path(module).is_file(), module
+    text = build_native.manifest_for(build_native.all_modules())
+    modules = [line.split("\t")[0] for line in text.splitlines() if not line.startswith("#")]
+    assert modules == build_native.all_modules()
+    found = _native.entries(str(_written(tmp_path, text)))
+    assert {e.module for e in found} >= set(build_native.C_MODULES)
+
+
+def _written(folder: Path, text: str) -> Path:
+    path = folder / "_native_build.txt"
+    path.write_text(text)
+    return path
+
+
 def test_no_manifest_means_nothing_compiled(tmp_path: Path) -> None:
     assert _native.entries(str(tmp_path / "missing.txt")) == []
     _native.guard(str(tmp_path / "missing.txt"))
@@ -124,7 +187,10 @@ def test_this_tree_imports_what_its_build_says(tmp_path: Path) -> None:
         "import importlib, sys\n"
         "from txmq import native\n"
         "for m in native.compiled():\n"
-        "    print(m, importlib.import_module(m).__file__)\n"
+        "    try:\n"
+        "        print(m, importlib.import_module(m).__file__)\n"
+        "    except ImportError:\n"
+        "        print(m, 'not-importable')\n"
         "print(native.summary())\n"
     )
     for pure in (False, True):
@@ -137,6 +203,9 @@ def test_this_tree_imports_what_its_build_says(tmp_path: Path) -> None:
         files = dict(line.split(" ", 1) for line in out[:-1])
         assert set(files) == {e.module for e in _native.entries()}
         for module, file in files.items():
+            if module in build_native.C_MODULES:  # a C extension: no .py to run, pure does without it
+                assert (file == "not-importable") == pure, (module, file)
+                continue
             assert file.endswith(".py") == pure, (module, file)
         assert ("pure (TXMQ_PURE=1)" in out[-1]) == pure
     assert native.summary().startswith(("native: mypyc", "native: pure"))

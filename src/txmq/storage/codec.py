@@ -27,6 +27,7 @@ written and readers skip to the next segment.
 
 from __future__ import annotations
 
+import importlib
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -58,6 +59,19 @@ _PREFIX = struct.Struct(">II")
 _SPLIT_PREFIX = struct.Struct(">IIIiiqq")  # the header up to the physical offset
 _TAGS_AT: Final = 56  # the tags code's place in the header
 _crc32c: Final = crc32c.crc32c
+
+
+def _load_batchenc() -> Any:
+    """The C loops of a batched append (``txmq.storage._batchenc``, built beside the mypyc modules) or
+    None: not built (no compiler, a pure install) or ``TXMQ_PURE=1``. The Python code they replace
+    stays the reference (:func:`encode_batch_into_py`, ``index.key_digests_py``)."""
+    try:
+        return importlib.import_module("txmq.storage._batchenc")
+    except ImportError:
+        return None
+
+
+BATCHENC: Final[Any] = _load_batchenc()
 
 assert HEADER_BYTES == 76, "the layout diagram above must match the struct"
 assert RECORD_BYTES_MIN < RECORD_BYTES_MAX
@@ -199,11 +213,46 @@ def encode_batch_into(
     """Encode every record of ``cols`` (sizes ``sizes``, from :func:`batch_sizes`) back to back at
     ``buf[pos:]``, the first at log offset ``physical_offset``; returns each record's log offset.
 
-    The same bytes as :func:`encode_into` record by record: per record one pack of everything up to
-    the body (a struct cached per names and properties size: no per-batch format to build and
-    compile), one copy of the body and one CRC32C call. A batch whose header fields other than the
-    offsets are one value each (the send lane's: one queue, one clock reading, no flags) has them
-    packed once (:func:`_encode_uniform`): per record 8 fields to pack instead of 19."""
+    The same bytes as :func:`encode_into` record by record. With the C extension
+    (:data:`BATCHENC`) one call encodes the whole batch (header, names, properties, body and CRC32C of
+    every record, each bound-checked against the buffer before it is written); without it,
+    :func:`encode_batch_into_py`, the reference the property tests hold the C loop to."""
+    if BATCHENC is None:
+        return encode_batch_into_py(
+            buf, pos, physical_offset, cols, sizes, store_host=store_host, queue_offsets=queue_offsets,
+            store_timestamp_ms=store_timestamp_ms,
+        )  # fmt: skip
+    (topics, queue_ids, bodies, properties, tags_codes, flags, sys_flags, born_ms, born_hosts,
+     reconsume_times, prepared_offsets, _) = cols  # fmt: skip
+    if _uniform(topics) and _uniform(born_hosts):
+        names_col: Sequence[bytes] = [_names_part(topics[0], born_hosts[0], store_host)] * len(sizes)
+    else:
+        names_col = list(map(_names_part, topics, born_hosts, repeat(store_host)))
+    offsets: list[int] = BATCHENC.encode_batch(
+        buf, pos, physical_offset, sizes, queue_ids, flags, queue_offsets, sys_flags, born_ms,
+        store_timestamp_ms, tags_codes, reconsume_times, prepared_offsets, names_col, properties, bodies,
+    )  # fmt: skip
+    return offsets
+
+
+def encode_batch_into_py(
+    buf: bytearray,
+    pos: int,
+    physical_offset: int,
+    cols: Columns,
+    sizes: Sequence[int],
+    *,
+    store_host: bytes,
+    queue_offsets: Iterable[int],
+    store_timestamp_ms: int,
+) -> list[int]:
+    """:func:`encode_batch_into` in Python (the reference, and the path without the C extension).
+
+    Per record one pack of everything up to the body (a struct cached per names and properties size:
+    no per-batch format to build and compile), one copy of the body and one CRC32C call. A batch
+    whose header fields other than the offsets are one value each (the send lane's: one queue, one
+    clock reading, no flags) has them packed once (:func:`_encode_uniform`): per record 8 fields to
+    pack instead of 19."""
     (topics, queue_ids, bodies, properties, tags_codes, flags, sys_flags, born_ms, born_hosts,
      reconsume_times, prepared_offsets, _) = cols  # fmt: skip
     if (
@@ -252,7 +301,7 @@ def _encode_uniform(
     buf: bytearray, pos: int, physical_offset: int, cols: Columns, sizes: Sequence[int], store_host: bytes,
     queue_offsets: Iterable[int], store_timestamp_ms: int,
 ) -> list[int]:  # fmt: skip
-    """:func:`encode_batch_into` for a batch whose records differ only in properties, body, size and
+    """:func:`encode_batch_into_py` for a batch whose records differ only in properties, body, size and
     offsets: the crc placeholder, queue id and flag are packed once (12 bytes), and so are the header
     fields from the sys flag to the prepared offset, the names part and, per properties size, the
     properties' length (the tail); each record then packs 8 fields (two of them 64-bit integers,

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from txmq.common import limits
 from txmq.common.invariant import invariant
 from txmq.storage.api import IndexKeysFn
+from txmq.storage.codec import BATCHENC
 from txmq.storage.fs import FileHandle, FileSystem
 from txmq.storage.index_sealed import ENTRY, ENTRY_BYTES, SORTED_SUFFIX, SealedFile, open_sealed
 from txmq.storage.segment import parse_segment_name, segment_name
@@ -57,14 +58,24 @@ _from_bytes = int.from_bytes
 
 
 def key_hash(key: str) -> int:
+    """The key's hash as the index stores it: blake2b with an 8-byte digest of its UTF-8, big-endian
+    (the C extension's blake2b when built: one call, not a hashlib object and its digest call)."""
+    if BATCHENC is not None:
+        return _from_bytes(BATCHENC.key_digests((key,)), "big")
     return _from_bytes(_blake2b(key.encode(), digest_size=8).digest(), "big")
+
+
+def key_digests_py(keys: Sequence[str]) -> list[bytes]:
+    """Every key's 8-byte digest by hashlib (the reference of ``_batchenc.key_digests``, which
+    returns them joined)."""
+    return [_blake2b(key.encode(), digest_size=8).digest() for key in keys]
 
 
 def key_hashes(keys: Sequence[str]) -> list[int]:
     """:func:`key_hash` of every key: the digests joined and read back by one unpack (no
     ``int.from_bytes`` call per key)."""
-    digests = b"".join([_blake2b(key.encode(), digest_size=8).digest() for key in keys])
-    return list(_u64s(len(keys)).unpack(digests))
+    joined = b"".join(key_digests_py(keys)) if BATCHENC is None else BATCHENC.key_digests(keys)
+    return list(_u64s(len(keys)).unpack(joined))
 
 
 @functools.lru_cache(maxsize=64)
@@ -207,23 +218,34 @@ class KeyIndex:
                 key_offsets.append(offset)
         if not flat_keys:
             return
-        digests = [_blake2b(key.encode(), digest_size=8).digest() for key in flat_keys]
-        count = len(digests)
-        hashes = list(_u64s(count).unpack(b"".join(digests)))
-        if self.active.extend_new(hashes, key_offsets, store_ms):
-            # an entry's hash as stored is its digest (big-endian u64) and the store time is one
-            # value: both go in as bytes, only the offset is converted per entry
-            stamp = _I64.pack(store_ms)
-            args: list[object] = []
-            for digest, offset in zip(digests, key_offsets, strict=True):
-                args.append(digest)
-                args.append(offset)
-                args.append(stamp)
-            self._pending += _entries(count).pack(*args)
-            return
+        count = len(flat_keys)
+        if BATCHENC is not None:  # the C loops: hash every key, then pack the entries, one call each
+            joined: bytes = BATCHENC.key_digests(flat_keys)
+            hashes = list(_u64s(count).unpack(joined))
+            if self.active.extend_new(hashes, key_offsets, store_ms):
+                self._pending += BATCHENC.pack_entries(joined, key_offsets, store_ms)
+                return
+        else:
+            digests = key_digests_py(flat_keys)
+            hashes = list(_u64s(count).unpack(b"".join(digests)))
+            if self.active.extend_new(hashes, key_offsets, store_ms):
+                self._pack_new(digests, key_offsets, store_ms)
+                return
         for hashed, offset in zip(hashes, key_offsets, strict=True):
             if self.active.append(hashed, offset, store_ms):
                 self._pending += ENTRY.pack(hashed, offset, store_ms)
+
+    def _pack_new(self, digests: list[bytes], key_offsets: list[int], store_ms: int) -> None:
+        """The entries of fresh keys, packed by one struct call (the path without the C extension)."""
+        # an entry's hash as stored is its digest (big-endian u64) and the store time is one
+        # value: both go in as bytes, only the offset is converted per entry
+        stamp = _I64.pack(store_ms)
+        args: list[object] = []
+        for digest, offset in zip(digests, key_offsets, strict=True):
+            args.append(digest)
+            args.append(offset)
+            args.append(stamp)
+        self._pending += _entries(len(digests)).pack(*args)
 
     def write(self) -> None:
         data = memoryview(bytes(self._pending))

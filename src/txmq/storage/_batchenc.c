@@ -1,0 +1,631 @@
+/* txmq.storage._batchenc: the store's per-record loops of a batched append, in C.
+ *
+ * The pure-Python reference lives in txmq/storage/codec.py (encode_batch_into's Python path) and
+ * txmq/storage/index.py (blake2b-8 key digests, entry packing); the property tests hold this module
+ * to them byte for byte. Nothing here decides anything: the same records, the same bytes.
+ *
+ *   encode_batch(buf, pos, physical_offset, sizes, queue_ids, flags, queue_offsets, sys_flags,
+ *                born_ms, store_ms, tags_codes, reconsume_times, prepared_offsets, names, properties,
+ *                bodies) -> list[int]
+ *       Encodes every record (the layout of codec.py's docstring: header, names part, properties,
+ *       body, CRC32C over bytes [12, size)) back to back at buf[pos:], the first at log offset
+ *       physical_offset; returns each record's log offset. Every column is a sequence of one value
+ *       per record; names is the record's pre-built names part (codec._names_part). Every size is
+ *       checked against the record's parts and every write against the buffer's length before a
+ *       byte is written; out-of-range field values raise struct.error (as struct.pack_into does).
+ *   key_digests(keys) -> bytes
+ *       blake2b(key.encode(), digest_size=8).digest() of every key (a str), joined.
+ *   pack_entries(digests, offsets, store_ms) -> bytes
+ *       The key index's 24-byte entries: digest (8 bytes as given), offset i64, store_ms i64.
+ *   offset_ids(prefix, offsets) -> list[str]
+ *       prefix + f"{offset:016X}" of every offset (0 <= offset < 2**64): the send lane's offset ids.
+ *   crc32c(data, value=0) -> int, crc32c_table(data, value=0) -> int, hardware() -> bool
+ *       CRC32C (Castagnoli) as crc32c.crc32c computes it; the table one is the portable path,
+ *       exposed so the tests can hold both to the reference on a machine with SSE4.2.
+ *
+ * Written for txmq from the CRC32C definition (reflected polynomial 0x82F63B78) and RFC 7693
+ * (BLAKE2b); no code copied from elsewhere.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define TXMQ_X86_CRC 1
+#include <nmmintrin.h>
+#endif
+
+static PyObject *struct_error; /* struct.error: what struct.pack_into raises for a bad field */
+
+/* ------------------------------------------------------------------ CRC32C */
+
+static uint32_t crc_table[8][256];
+static int crc_hw;
+
+static void crc_init(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = crc_table[0][n];
+        for (int t = 1; t < 8; t++) {
+            c = crc_table[0][c & 0xFF] ^ (c >> 8);
+            crc_table[t][n] = c;
+        }
+    }
+#ifdef TXMQ_X86_CRC
+    __builtin_cpu_init();
+    crc_hw = __builtin_cpu_supports("sse4.2");
+#endif
+}
+
+/* the running (pre-inverted) state over data: slicing by 8, little-endian word loads done bytewise */
+static uint32_t crc_sw(uint32_t c, const unsigned char *p, size_t n)
+{
+    while (n >= 8) {
+        uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF]
+            ^ crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^ crc_table[2][p[5]] ^ crc_table[1][p[6]]
+            ^ crc_table[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+    return c;
+}
+
+#ifdef TXMQ_X86_CRC
+__attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t c, const unsigned char *p, size_t n)
+{
+#if defined(__x86_64__)
+    uint64_t c64 = c;
+    while (n >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8); /* x86 is little-endian: the word's bytes in stream order */
+        c64 = _mm_crc32_u64(c64, word);
+        p += 8;
+        n -= 8;
+    }
+    c = (uint32_t)c64;
+#endif
+    while (n--)
+        c = _mm_crc32_u8(c, *p++);
+    return c;
+}
+#endif
+
+static uint32_t crc32c_update(uint32_t value, const unsigned char *p, size_t n)
+{
+    uint32_t c = ~value;
+#ifdef TXMQ_X86_CRC
+    if (crc_hw)
+        return ~crc_sse42(c, p, n);
+#endif
+    return ~crc_sw(c, p, n);
+}
+
+static PyObject *crc_common(PyObject *const *args, Py_ssize_t nargs, int table_only)
+{
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "crc32c(data, value=0)");
+        return NULL;
+    }
+    unsigned long value = 0;
+    if (nargs == 2) {
+        value = PyLong_AsUnsignedLong(args[1]);
+        if (value == (unsigned long)-1 && PyErr_Occurred())
+            return NULL;
+        if (value > 0xFFFFFFFFul) {
+            PyErr_SetString(PyExc_OverflowError, "value must fit in 32 bits");
+            return NULL;
+        }
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint32_t c = table_only ? ~crc_sw(~(uint32_t)value, view.buf, (size_t)view.len)
+                            : crc32c_update((uint32_t)value, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(c);
+}
+
+static PyObject *py_crc32c(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return crc_common(args, nargs, 0);
+}
+
+static PyObject *py_crc32c_table(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return crc_common(args, nargs, 1);
+}
+
+static PyObject *py_hardware(PyObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(crc_hw);
+}
+
+/* ------------------------------------------------------------------ batch encode */
+
+static inline void put_u16(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 8);
+    p[1] = (unsigned char)v;
+}
+
+static inline void put_u32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static inline void put_u64(unsigned char *p, uint64_t v)
+{
+    put_u32(p, (uint32_t)(v >> 32));
+    put_u32(p + 4, (uint32_t)v);
+}
+
+/* an integer field: i64 (bits 64) or i32 (bits 32); struct.error on anything else, as struct does */
+static int get_int(PyObject *obj, int bits, int64_t *out)
+{
+    if (!PyLong_Check(obj)) {
+        PyErr_SetString(struct_error, "required argument is not an integer");
+        return -1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || (bits == 32 && (v < INT32_MIN || v > INT32_MAX))) {
+        if (bits == 32)
+            PyErr_SetString(struct_error, "'i' format requires -2147483648 <= number <= 2147483647");
+        else
+            PyErr_SetString(struct_error, "argument out of range");
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* a bytes-like part: bytes directly, anything else through the buffer protocol (released by caller) */
+static int get_bytes(PyObject *obj, Py_buffer *view, int *held)
+{
+    if (PyBytes_CheckExact(obj)) {
+        view->buf = PyBytes_AS_STRING(obj);
+        view->len = PyBytes_GET_SIZE(obj);
+        *held = 0;
+        return 0;
+    }
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0)
+        return -1;
+    *held = 1;
+    return 0;
+}
+
+enum { COL_SIZES, COL_QUEUE_IDS, COL_FLAGS, COL_QUEUE_OFFSETS, COL_SYS_FLAGS, COL_BORN, COL_TAGS,
+       COL_RECONSUME, COL_PREPARED, COL_NAMES, COL_PROPERTIES, COL_BODIES, COLS };
+
+#define HEADER_BYTES 76
+#define MAGIC 0x54584D31u
+
+static PyObject *py_encode_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 16) {
+        PyErr_SetString(PyExc_TypeError, "encode_batch takes 16 arguments");
+        return NULL;
+    }
+    /* args: buf, pos, physical_offset, sizes, queue_ids, flags, queue_offsets, sys_flags, born_ms,
+       store_ms, tags_codes, reconsume_times, prepared_offsets, names, properties, bodies */
+    static const int col_arg[COLS] = {3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15};
+    PyObject *cols[COLS] = {NULL};
+    PyObject *result = NULL;
+    Py_buffer out = {0};
+    int have_out = 0;
+    int64_t pos, physical, store_ms;
+
+    if (get_int(args[1], 64, &pos) < 0 || get_int(args[2], 64, &physical) < 0
+        || get_int(args[9], 64, &store_ms) < 0)
+        return NULL;
+    Py_ssize_t count = -1;
+    for (int c = 0; c < COLS; c++) {
+        /* a tuple each (a list copied): no column can change under the loop's borrowed items */
+        cols[c] = PySequence_Tuple(args[col_arg[c]]);
+        if (cols[c] == NULL)
+            goto done;
+        Py_ssize_t n = PyTuple_GET_SIZE(cols[c]);
+        if (count < 0)
+            count = n;
+        else if (n != count) {
+            PyErr_SetString(PyExc_ValueError, "encode_batch: the columns differ in length");
+            goto done;
+        }
+    }
+    if (PyObject_GetBuffer(args[0], &out, PyBUF_WRITABLE) < 0)
+        goto done;
+    have_out = 1;
+    if (pos < 0 || pos > out.len) {
+        PyErr_SetString(struct_error, "encode_batch: pos is outside the buffer");
+        goto done;
+    }
+    result = PyList_New(count);
+    if (result == NULL)
+        goto done;
+    unsigned char *base = (unsigned char *)out.buf;
+    int64_t at = pos;
+    int64_t offset = physical;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item[COLS];
+        for (int c = 0; c < COLS; c++)
+            item[c] = PyTuple_GET_ITEM(cols[c], i);
+        int64_t size, queue_id, flag, queue_offset, sys_flag, born, tags, reconsume, prepared;
+        if (get_int(item[COL_SIZES], 64, &size) < 0 || get_int(item[COL_QUEUE_IDS], 32, &queue_id) < 0
+            || get_int(item[COL_FLAGS], 32, &flag) < 0 || get_int(item[COL_QUEUE_OFFSETS], 64, &queue_offset) < 0
+            || get_int(item[COL_SYS_FLAGS], 32, &sys_flag) < 0 || get_int(item[COL_BORN], 64, &born) < 0
+            || get_int(item[COL_TAGS], 64, &tags) < 0 || get_int(item[COL_RECONSUME], 32, &reconsume) < 0
+            || get_int(item[COL_PREPARED], 64, &prepared) < 0)
+            goto fail;
+        Py_buffer names, props, body;
+        int names_held = 0, props_held = 0, body_held = 0, bad = 0;
+        if (get_bytes(item[COL_NAMES], &names, &names_held) < 0)
+            goto fail;
+        if (get_bytes(item[COL_PROPERTIES], &props, &props_held) < 0) {
+            bad = 1;
+        }
+        else if (get_bytes(item[COL_BODIES], &body, &body_held) < 0) {
+            bad = 1;
+        }
+        else if (props.len > 0xFFFF) {
+            PyErr_SetString(struct_error, "'H' format requires 0 <= number <= 65535");
+            bad = 1;
+        }
+        else if ((uint64_t)body.len > 0xFFFFFFFFull) {
+            PyErr_SetString(struct_error, "'I' format requires 0 <= number <= 4294967295");
+            bad = 1;
+        }
+        else if (size != (int64_t)HEADER_BYTES + names.len + 2 + props.len + 4 + body.len
+                 || size > 0xFFFFFFFFll) {
+            PyErr_SetString(PyExc_ValueError, "encode_batch: a size does not match its record's parts");
+            bad = 1;
+        }
+        else if (size > out.len - at) {
+            PyErr_SetString(struct_error, "encode_batch: the buffer is too small for the batch");
+            bad = 1;
+        }
+        if (!bad) {
+            unsigned char *p = base + at;
+            put_u32(p, MAGIC);
+            put_u32(p + 4, (uint32_t)size);
+            put_u32(p + 12, (uint32_t)queue_id);
+            put_u32(p + 16, (uint32_t)flag);
+            put_u64(p + 20, (uint64_t)queue_offset);
+            put_u64(p + 28, (uint64_t)offset);
+            put_u32(p + 36, (uint32_t)sys_flag);
+            put_u64(p + 40, (uint64_t)born);
+            put_u64(p + 48, (uint64_t)store_ms);
+            put_u64(p + 56, (uint64_t)tags);
+            put_u32(p + 64, (uint32_t)reconsume);
+            put_u64(p + 68, (uint64_t)prepared);
+            unsigned char *q = p + HEADER_BYTES;
+            memcpy(q, names.buf, (size_t)names.len);
+            q += names.len;
+            put_u16(q, (uint32_t)props.len);
+            memcpy(q + 2, props.buf, (size_t)props.len);
+            q += 2 + props.len;
+            put_u32(q, (uint32_t)body.len);
+            memcpy(q + 4, body.buf, (size_t)body.len);
+            put_u32(p + 8, crc32c_update(0, p + 12, (size_t)size - 12));
+        }
+        if (names_held)
+            PyBuffer_Release(&names);
+        if (props_held)
+            PyBuffer_Release(&props);
+        if (body_held)
+            PyBuffer_Release(&body);
+        if (bad)
+            goto fail;
+        PyObject *o = PyLong_FromLongLong(offset);
+        if (o == NULL)
+            goto fail;
+        PyList_SET_ITEM(result, i, o);
+        at += size;
+        offset += size;
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    if (have_out)
+        PyBuffer_Release(&out);
+    for (int c = 0; c < COLS; c++)
+        Py_XDECREF(cols[c]);
+    return result;
+}
+
+/* ------------------------------------------------------------------ BLAKE2b-64 (RFC 7693) */
+
+static const uint64_t b2_iv[8] = {
+    0x6A09E667F3BCC908ull, 0xBB67AE8584CAA73Bull, 0x3C6EF372FE94F82Bull, 0xA54FF53A5F1D36F1ull,
+    0x510E527FADE682D1ull, 0x9B05688C2B3E6C1Full, 0x1F83D9ABFB41BD6Bull, 0x5BE0CD19137E2179ull,
+};
+
+static const uint8_t b2_sigma[12][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
+    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
+    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
+    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
+    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+};
+
+static inline uint64_t rotr64(uint64_t x, int n)
+{
+    return (x >> n) | (x << (64 - n));
+}
+
+static inline uint64_t load64_le(const unsigned char *p)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+#endif
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24
+           | (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+}
+
+#define B2_G(a, b, c, d, x, y)          \
+    do {                                \
+        v[a] = v[a] + v[b] + (x);       \
+        v[d] = rotr64(v[d] ^ v[a], 32); \
+        v[c] = v[c] + v[d];             \
+        v[b] = rotr64(v[b] ^ v[c], 24); \
+        v[a] = v[a] + v[b] + (y);       \
+        v[d] = rotr64(v[d] ^ v[a], 16); \
+        v[c] = v[c] + v[d];             \
+        v[b] = rotr64(v[b] ^ v[c], 63); \
+    } while (0)
+
+/* F: compress one 128-byte block into h; t = bytes hashed so far (inputs here are < 2^64 bytes) */
+static void b2_compress(uint64_t h[8], const unsigned char block[128], uint64_t t, int last)
+{
+    uint64_t m[16], v[16];
+    for (int i = 0; i < 16; i++)
+        m[i] = load64_le(block + 8 * i);
+    for (int i = 0; i < 8; i++) {
+        v[i] = h[i];
+        v[i + 8] = b2_iv[i];
+    }
+    v[12] ^= t;
+    /* v[13] ^= high word of t: always 0 */
+    if (last)
+        v[14] = ~v[14];
+    /* the twelve rounds unrolled: each round's message schedule (b2_sigma) is then constant */
+#define B2_ROUND(r)                                                       \
+    do {                                                                  \
+        B2_G(0, 4, 8, 12, m[b2_sigma[r][0]], m[b2_sigma[r][1]]);         \
+        B2_G(1, 5, 9, 13, m[b2_sigma[r][2]], m[b2_sigma[r][3]]);         \
+        B2_G(2, 6, 10, 14, m[b2_sigma[r][4]], m[b2_sigma[r][5]]);        \
+        B2_G(3, 7, 11, 15, m[b2_sigma[r][6]], m[b2_sigma[r][7]]);        \
+        B2_G(0, 5, 10, 15, m[b2_sigma[r][8]], m[b2_sigma[r][9]]);        \
+        B2_G(1, 6, 11, 12, m[b2_sigma[r][10]], m[b2_sigma[r][11]]);      \
+        B2_G(2, 7, 8, 13, m[b2_sigma[r][12]], m[b2_sigma[r][13]]);       \
+        B2_G(3, 4, 9, 14, m[b2_sigma[r][14]], m[b2_sigma[r][15]]);       \
+    } while (0)
+    B2_ROUND(0);
+    B2_ROUND(1);
+    B2_ROUND(2);
+    B2_ROUND(3);
+    B2_ROUND(4);
+    B2_ROUND(5);
+    B2_ROUND(6);
+    B2_ROUND(7);
+    B2_ROUND(8);
+    B2_ROUND(9);
+    B2_ROUND(10);
+    B2_ROUND(11);
+#undef B2_ROUND
+    for (int i = 0; i < 8; i++)
+        h[i] ^= v[i] ^ v[i + 8];
+}
+
+/* blake2b with an 8-byte digest and no key: the digest's 8 bytes (h[0] little-endian) into out */
+static void blake2b_8(const unsigned char *data, size_t n, unsigned char out[8])
+{
+    uint64_t h[8];
+    memcpy(h, b2_iv, sizeof h);
+    h[0] ^= 0x01010000ull ^ 8u; /* parameter block: depth 1, fanout 1, key length 0, digest length 8 */
+    uint64_t t = 0;
+    while (n > 128) {
+        t += 128;
+        b2_compress(h, data, t, 0);
+        data += 128;
+        n -= 128;
+    }
+    unsigned char block[128] = {0};
+    memcpy(block, data, n);
+    t += n;
+    b2_compress(h, block, t, 1);
+    for (int i = 0; i < 8; i++)
+        out[i] = (unsigned char)(h[0] >> (8 * i));
+}
+
+static PyObject *py_key_digests(PyObject *self, PyObject *keys)
+{
+    PyObject *seq = PySequence_Fast(keys, "key_digests: keys must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    PyObject *result = PyBytes_FromStringAndSize(NULL, count * 8);
+    if (result == NULL) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *key = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyUnicode_Check(key)) {
+            PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute 'encode'", Py_TYPE(key)->tp_name);
+            goto fail;
+        }
+        Py_ssize_t len;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(key, &len); /* UnicodeEncodeError as str.encode */
+        if (utf8 == NULL)
+            goto fail;
+        blake2b_8((const unsigned char *)utf8, (size_t)len, out + 8 * i);
+    }
+    Py_DECREF(seq);
+    return result;
+fail:
+    Py_DECREF(seq);
+    Py_DECREF(result);
+    return NULL;
+}
+
+static PyObject *py_pack_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "pack_entries(digests, offsets, store_ms)");
+        return NULL;
+    }
+    int64_t store_ms;
+    if (get_int(args[2], 64, &store_ms) < 0)
+        return NULL;
+    Py_buffer digests;
+    if (PyObject_GetBuffer(args[0], &digests, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *seq = PySequence_Fast(args[1], "pack_entries: offsets must be a sequence");
+    PyObject *result = NULL;
+    if (seq == NULL)
+        goto done;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    if (digests.len != count * 8) {
+        PyErr_SetString(PyExc_ValueError, "pack_entries: one 8-byte digest per offset");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, count * 24);
+    if (result == NULL)
+        goto done;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(result);
+    const unsigned char *d = digests.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t offset;
+        if (get_int(PySequence_Fast_GET_ITEM(seq, i), 64, &offset) < 0) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        memcpy(out + 24 * i, d + 8 * i, 8);
+        put_u64(out + 24 * i + 8, (uint64_t)offset);
+        put_u64(out + 24 * i + 16, (uint64_t)store_ms);
+    }
+done:
+    Py_XDECREF(seq);
+    PyBuffer_Release(&digests);
+    return result;
+}
+
+/* ------------------------------------------------------------------ offset message ids */
+
+static PyObject *py_offset_ids(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (nargs != 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "offset_ids(prefix: str, offsets)");
+        return NULL;
+    }
+    PyObject *prefix = args[0];
+    int ascii = PyUnicode_IS_ASCII(prefix);
+    Py_ssize_t plen = PyUnicode_GET_LENGTH(prefix);
+    PyObject *seq = PySequence_Fast(args[1], "offset_ids: offsets must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    PyObject *result = PyList_New(count);
+    if (result == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyLong_Check(item)) {
+            PyErr_SetString(struct_error, "required argument is not an integer");
+            goto fail;
+        }
+        unsigned long long v = PyLong_AsUnsignedLongLong(item); /* OverflowError if < 0 or >= 2^64 */
+        if (v == (unsigned long long)-1 && PyErr_Occurred())
+            goto fail;
+        char digits[16];
+        for (int k = 15; k >= 0; k--, v >>= 4)
+            digits[k] = hex[v & 0xF];
+        PyObject *text;
+        if (ascii) {
+            text = PyUnicode_New(plen + 16, 127);
+            if (text == NULL)
+                goto fail;
+            Py_UCS1 *data = PyUnicode_1BYTE_DATA(text);
+            memcpy(data, PyUnicode_1BYTE_DATA(prefix), (size_t)plen);
+            memcpy(data + plen, digits, 16);
+        }
+        else {
+            PyObject *tail = PyUnicode_FromStringAndSize(digits, 16);
+            if (tail == NULL)
+                goto fail;
+            text = PyUnicode_Concat(prefix, tail);
+            Py_DECREF(tail);
+            if (text == NULL)
+                goto fail;
+        }
+        PyList_SET_ITEM(result, i, text);
+    }
+    Py_DECREF(seq);
+    return result;
+fail:
+    Py_XDECREF(result);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ module */
+
+static PyMethodDef methods[] = {
+    {"encode_batch", (PyCFunction)(void (*)(void))py_encode_batch, METH_FASTCALL,
+     "Encode a batch's records into buf (see the module's source)."},
+    {"key_digests", py_key_digests, METH_O, "blake2b-8 digests of the keys (str), joined."},
+    {"pack_entries", (PyCFunction)(void (*)(void))py_pack_entries, METH_FASTCALL,
+     "The key index's 24-byte entries of (digest, offset, store_ms)."},
+    {"offset_ids", (PyCFunction)(void (*)(void))py_offset_ids, METH_FASTCALL,
+     "prefix + the 16 upper-case hex digits of every offset (u64)."},
+    {"crc32c", (PyCFunction)(void (*)(void))py_crc32c, METH_FASTCALL, "CRC32C of data, continuing value."},
+    {"crc32c_table", (PyCFunction)(void (*)(void))py_crc32c_table, METH_FASTCALL,
+     "CRC32C by the portable table path."},
+    {"hardware", py_hardware, METH_NOARGS, "Whether CRC32C runs on the CPU's SSE4.2 instruction."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "txmq.storage._batchenc", "The store's batched-append loops in C.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__batchenc(void)
+{
+    crc_init();
+    PyObject *struct_module = PyImport_ImportModule("struct");
+    if (struct_module == NULL)
+        return NULL;
+    struct_error = PyObject_GetAttrString(struct_module, "error");
+    Py_DECREF(struct_module);
+    if (struct_error == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,30 @@
+# The C extension's interface (src/txmq/storage/_batchenc.c); codec.py and index.py load it at run
+# time (None when it is not built), the Python code they fall back to is the reference.
+from collections.abc import Iterable, Sequence
+
+from _typeshed import ReadableBuffer, WriteableBuffer
+
+def encode_batch(
+    buf: WriteableBuffer,
+    pos: int,
+    physical_offset: int,
+    sizes: Sequence[int],
+    queue_ids: Sequence[int],
+    flags: Sequence[int],
+    queue_offsets: Iterable[int],
+    sys_flags: Sequence[int],
+    born_ms: Sequence[int],
+    store_ms: int,
+    tags_codes: Sequence[int],
+    reconsume_times: Sequence[int],
+    prepared_offsets: Sequence[int],
+    names: Sequence[ReadableBuffer],
+    properties: Sequence[ReadableBuffer],
+    bodies: Sequence[ReadableBuffer],
+) -> list[int]: ...
+def key_digests(keys: Sequence[str]) -> bytes: ...
+def pack_entries(digests: ReadableBuffer, offsets: Sequence[int], store_ms: int) -> bytes: ...
+def offset_ids(prefix: str, offsets: Sequence[int]) -> list[str]: ...
+def crc32c(data: ReadableBuffer, value: int = 0) -> int: ...
+def crc32c_table(data: ReadableBuffer, value: int = 0) -> int: ...
+def hardware() -> bool: ...
