@@ -6,7 +6,8 @@
 * ``new_command`` builds the value ``RemotingCommand(...)`` builds (equal, same repr, frozen);
 * a binary header whose pairs are ASCII (sliced from one decoded text) decodes as the struct-based
   reference reading (tests/property/test_remoting_binary.py), errors included;
-* the send answer's extFields rendered as one text are ``binary_ext``'s bytes, for any ids.
+* the send answer's extFields rendered as one text are ``binary_ext``'s bytes, for any ids, and its
+  offset id's hex digits (``send.hex16``) are the format's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.property.test_remoting_binary import _frame_of, _outcome, _reference
+from txmq.broker.send import _HEX16, hex16
 from txmq.protocol.remoting import frame
 from txmq.protocol.remoting.codes import LanguageCode, RequestCode, SerializeType
 from txmq.protocol.remoting.command import RemotingCommand, make_request, new_command
@@ -178,3 +180,9 @@ def test_a_held_read_is_not_copied_and_its_rest_joins_the_next_read() -> None:
     assert conn.take_partial_frame(into) == 20
     into[20:] = whole[20:]
     assert conn.receive_frame(into, len(whole)) == frame.decode(whole)
+
+
+@given(st.integers(0, 2**64 - 1))
+def test_hex16_is_the_format(offset: int) -> None:
+    """A single send's offset id: ``send.hex16`` writes the 16 hex digits ``"{:016X}"`` writes."""
+    assert hex16(offset) == f"{offset:016X}" == _HEX16(offset)
