@@ -66,6 +66,12 @@ _LANE_TOPICS_MAX = 100_000
 _HEX16 = "{:016X}".format
 
 
+def hex16(offset: int) -> str:
+    """``_HEX16(offset)`` of a log offset (0 <= offset < 2**64): three C calls, where the format
+    method costs ~1.7k instructions more (compiled); one per single send's answer."""
+    return offset.to_bytes(8, "big").hex().upper()
+
+
 def _hex16s(offsets: Sequence[int]) -> list[str]:
     """``_HEX16`` of every (non-negative) log offset: one pack and one ``hex()``, then slices."""
     count = len(offsets)
@@ -235,7 +241,7 @@ class SendService:
         the transaction id; the real queue id); a half's queue offset is 0. No SendResult."""
         if self.half_stored is not None:
             self.half_stored(half.fields, half.properties, half.appended)
-        offset_id = self._offset_id_prefix() + _HEX16(half.appended.physical_offset)
+        offset_id = self._offset_id_prefix() + hex16(half.appended.physical_offset)
         return offset_id, int(half.properties.get(props.REAL_QUEUE_ID, half.fields.queue_id))
 
     def prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest]:
@@ -444,7 +450,7 @@ class SendService:
         :class:`SendResult`."""
         done = lane.appended
         return (
-            self._offset_id_prefix() + _HEX16(done.physical_offsets[0]),
+            self._offset_id_prefix() + hex16(done.physical_offsets[0]),
             lane.records[0].queue_id,
             done.queue_offsets[0],
         )

@@ -7,10 +7,11 @@ offset, so no consumer is ever served a record that is not durable.
 from __future__ import annotations
 
 import logging
+from collections import deque
 
 from txmq.common.errors import StoreFenced
 from txmq.storage.api import ArrivalListener
-from txmq.storage.commitlog import BatchEntry, CommitLog
+from txmq.storage.commitlog import BatchEntry, CommitLog, DispatchEntry
 from txmq.storage.consume_queue import ConsumeQueue, ConsumeQueueSet
 from txmq.storage.index import KeyIndex
 
@@ -26,6 +27,7 @@ class Dispatcher:
         self.index = index
         self.dispatched_offset = dispatched_offset  # end of the last dispatched record
         self.listeners: list[ArrivalListener] = []
+        self._run_count = 0  # records of the last run _dispatch_run dispatched
 
     def run_once(self, limit: int) -> int:
         """Dispatch every queued record that ends at or before ``limit``; returns how many."""
@@ -37,6 +39,10 @@ class Dispatcher:
                 entry = pending.popleft()
                 if isinstance(entry, BatchEntry):
                     count += self._dispatch_batch(entry, touched)
+                    continue
+                if pending and _follows(pending[0], entry, limit):
+                    entry = self._dispatch_run(entry, pending, limit, touched)
+                    count += self._run_count
                     continue
                 key = (entry.topic, entry.queue_id)
                 queue = touched.get(key) or self.queues.get_or_create(entry.topic, entry.queue_id)
@@ -67,6 +73,39 @@ class Dispatcher:
                     _LOG.exception("arrival listener %r failed for %s/%d", listener, topic, queue_id)
         return count
 
+    def _dispatch_run(
+        self,
+        first: DispatchEntry,
+        pending: deque[DispatchEntry | BatchEntry],
+        limit: int,
+        touched: dict[tuple[str, int], ConsumeQueue],
+    ) -> DispatchEntry:
+        """Single appends that follow one another in one queue with one store time (pipelined sends
+        of a group), dispatched as a batch is: their units packed at once (``put_run``) and their
+        index keys added at once (``add_batch``), the same units and entries as one by one. Takes
+        ``first`` and the entries after it that follow it; returns the last (``_run_count``: how many)."""
+        offsets = [first.physical_offset]
+        sizes = [first.size]
+        codes = [first.tags_code]
+        properties = [first.properties]
+        keys = [first.index_keys]
+        last = first
+        while pending and _follows(pending[0], last, limit):
+            last = pending.popleft()  # type: ignore[assignment]  # _follows: a DispatchEntry
+            offsets.append(last.physical_offset)
+            sizes.append(last.size)
+            codes.append(last.tags_code)
+            properties.append(last.properties)
+            keys.append(last.index_keys)
+        key = (first.topic, first.queue_id)
+        queue = touched.get(key) or self.queues.get_or_create(first.topic, first.queue_id)
+        if queue.put_run(first.queue_offset, offsets, sizes, codes):
+            touched[key] = queue
+        count = len(offsets)
+        self.index.add_batch([first.topic] * count, properties, offsets, first.store_ms, keys)
+        self._run_count = count
+        return last
+
     def _dispatch_batch(self, entry: BatchEntry, touched: dict[tuple[str, int], ConsumeQueue]) -> int:
         """A batch's units (one pack when it goes to one queue) and index entries; returns records."""
         if entry.one_queue:
@@ -91,3 +130,16 @@ class Dispatcher:
         queues would trip their invariant. Their records are rebuilt from the log on restart."""
         for queue in touched.values():
             queue.discard_pending()
+
+
+def _follows(entry: DispatchEntry | BatchEntry, previous: DispatchEntry, limit: int) -> bool:
+    """Whether ``entry`` is a single append due by ``limit`` right after ``previous`` in its queue (the
+    next queue offset) with the same store time: the two can be dispatched as one run."""
+    return (
+        not isinstance(entry, BatchEntry)
+        and entry.physical_offset + entry.size <= limit
+        and entry.queue_offset == previous.queue_offset + 1
+        and entry.queue_id == previous.queue_id
+        and entry.store_ms == previous.store_ms
+        and entry.topic == previous.topic
+    )

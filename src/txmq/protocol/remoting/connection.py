@@ -33,6 +33,7 @@ from txmq.protocol.remoting.errors import LocalProtocolError, RemoteProtocolErro
 
 _OPAQUE_MAX: Final = 0x7FFFFFFF  # opaques are Java ints; we allocate 0..2^31-1 and wrap
 _COMPACT_BYTES: Final = 1 << 20
+_EMPTY: Final = b""
 
 
 class NeedData(enum.Enum):
@@ -92,7 +93,9 @@ class RemotingConnection:
         self.max_buffer_bytes = max_buffer_bytes
         self.max_pending = max_pending
         self._state = ConnectionState.OPEN
-        self._buf = bytearray()
+        # the received bytes not yet decoded start at _pos: a buffer of ours, or a whole read held as it
+        # came (``bytes``, immutable) while nothing else is buffered
+        self._buf: bytes | bytearray = bytearray()
         self._pos = 0
         self._eof = False
         self._next_opaque = first_opaque & _OPAQUE_MAX
@@ -230,8 +233,10 @@ class RemotingConnection:
     # ------------------------------------------------------------------------------------------ receiving
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        """Buffer bytes from the peer (copied: ``data`` may be the driver's reused read buffer);
-        ``b""`` records EOF."""
+        """Buffer bytes from the peer; ``b""`` records EOF. A ``bytes`` read arriving while nothing is
+        buffered (pipelined requests: reads end at a frame's end) is held as it is, not copied, and
+        frames are decoded from it; anything else (``data`` may be the driver's reused read buffer) is
+        copied into a buffer of ours, with the rest of a held read before it."""
         self._check_usable()
         if self._eof or self._state is ConnectionState.CLOSED:
             if data:
@@ -243,6 +248,14 @@ class RemotingConnection:
         if len(self._buf) - self._pos + len(data) > self.max_buffer_bytes:
             self._state = ConnectionState.ERROR
             raise RemoteProtocolError(f"receive buffer exceeds {self.max_buffer_bytes} bytes")
+        buf = self._buf
+        if self._pos >= len(buf) and type(data) is bytes:
+            self._buf = data
+            self._pos = 0
+            return
+        if type(buf) is not bytearray:  # the undecoded rest of a held read becomes our buffer's start
+            self._buf = bytearray(buf[self._pos :])
+            self._pos = 0
         self._buf += data
 
     def next_event(self) -> Event:
@@ -296,7 +309,7 @@ class RemotingConnection:
             raise LocalProtocolError(f"{size} bytes buffered, more than the frame's {len(into)}")
         with memoryview(self._buf) as view:
             into[:size] = view[self._pos :]
-        self._buf.clear()
+        self._buf = bytearray()
         self._pos = 0
         return size
 
@@ -328,11 +341,12 @@ class RemotingConnection:
         return ConnectionClosed(unanswered)
 
     def _consume(self, end: int) -> None:
-        if end == len(self._buf):
-            self._buf.clear()
+        buf = self._buf
+        if end == len(buf):
+            self._buf = _EMPTY  # a held read is let go; the next one is held or copied afresh
             self._pos = 0
-        elif end > _COMPACT_BYTES:
-            del self._buf[:end]
+        elif end > _COMPACT_BYTES and isinstance(buf, bytearray):
+            del buf[:end]
             self._pos = 0
-        else:
+        else:  # a held read is never compacted: it is let go once decoded, or copied by receive_data
             self._pos = end

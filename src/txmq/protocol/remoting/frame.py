@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from txmq.common import limits
 from txmq.protocol.remoting.codes import LanguageCode, SerializeType
-from txmq.protocol.remoting.command import RemotingCommand, make_response
+from txmq.protocol.remoting.command import RemotingCommand, make_response, new_command
 from txmq.protocol.remoting.errors import LocalProtocolError, RemoteProtocolError
 
 PREFIX_BYTES: Final = 8  # the length word and the serialize-type/header-length word
@@ -124,11 +124,7 @@ def encode_send_response(
     queue_offset, transaction_id)))``, rendered straight into its frame (one per acknowledged send or
     half; tests/unit/test_remoting_frame.py holds them byte-identical), JSON or ROCKETMQ."""
     if request.serialize_type is not _JSON:  # ROCKETMQ
-        ext = binary_pair("msgId", msg_id) + binary_pair("queueId", str(queue_id))
-        ext += binary_pair("queueOffset", str(queue_offset))
-        if transaction_id is not None:
-            ext += binary_pair("transactionId", transaction_id)
-        return _binary_response(request, ext)
+        return _binary_response(request, _send_response_ext(msg_id, queue_id, queue_offset, transaction_id))
     txn = "" if transaction_id is None else f',"transactionId":{_quote(transaction_id)}'
     header = (
         f'{{"code":0,"language":"JAVA","version":{int(request.version)},"opaque":{int(request.opaque)},'
@@ -136,6 +132,35 @@ def encode_send_response(
         f'"queueOffset":"{int(queue_offset)}"{txn}}},"serializeTypeCurrentRPC":"JSON"}}'
     ).encode("ascii")
     return _PREFIX.pack(4 + len(header), len(header)) + header
+
+
+def _send_response_ext(msg_id: str, queue_id: int, queue_offset: int, transaction_id: str | None) -> bytes:
+    """A send answer's extFields as ``binary_ext`` writes them (msgId, queueId, queueOffset, then
+    transactionId if given). Ids of ASCII under 128 characters (txmq's own ids, always) are rendered
+    as one text whose length bytes are characters, encoded once; anything else pair by pair."""
+    queue_text = str(queue_id)
+    offset_text = str(queue_offset)
+    if (
+        msg_id.isascii()
+        and len(msg_id) < 128
+        and (transaction_id is None or (transaction_id.isascii() and len(transaction_id) < 128))
+    ):
+        # a pair: int16 key length, key, int32 value length (three zero bytes and one < 128), value
+        txn = (
+            ""
+            if transaction_id is None
+            else f"\x00\x0dtransactionId\x00\x00\x00{chr(len(transaction_id))}{transaction_id}"
+        )
+        return (
+            f"\x00\x05msgId\x00\x00\x00{chr(len(msg_id))}{msg_id}"
+            f"\x00\x07queueId\x00\x00\x00{chr(len(queue_text))}{queue_text}"
+            f"\x00\x0bqueueOffset\x00\x00\x00{chr(len(offset_text))}{offset_text}{txn}"
+        ).encode("ascii")
+    ext = binary_pair("msgId", msg_id) + binary_pair("queueId", queue_text)
+    ext += binary_pair("queueOffset", offset_text)
+    if transaction_id is not None:
+        ext += binary_pair("transactionId", transaction_id)
+    return ext
 
 
 def encode_success_response(request: RemotingCommand) -> bytes:
@@ -251,6 +276,8 @@ def decode_frame(buf: bytes | bytearray, pos: int = 0) -> tuple[RemotingCommand,
 
     Bytes after ``end`` are not looked at (they belong to the next frame).
     """
+    if type(buf) is bytes:  # a read the connection holds as it came
+        return _decode_frame_bytes(buf, pos)
     if len(buf) - pos < PREFIX_BYTES:
         frame_bounds(buf, pos)  # checks a complete length word
         return None
@@ -271,6 +298,27 @@ def decode_frame(buf: bytes | bytearray, pos: int = 0) -> tuple[RemotingCommand,
         return _decode_binary(bytes(view[header_start:body_start]), bytes(view[body_start:end])), end
 
 
+def _decode_frame_bytes(buf: bytes, pos: int) -> tuple[RemotingCommand, int] | None:
+    """``decode_frame`` of ``bytes`` (immutable): the prefix read as integers (compiled: a C read per
+    byte, no struct call and tuple), header and body sliced straight out (one copy each, no view)."""
+    if len(buf) - pos < PREFIX_BYTES:
+        frame_bounds(buf, pos)  # checks a complete length word
+        return None
+    length = _int32(buf, pos)
+    serialize_type = buf[pos + 4]
+    header_length = (buf[pos + 5] << 16) | (buf[pos + 6] << 8) | buf[pos + 7]
+    end = pos + 4 + length
+    if not 4 <= length <= limits.frame_bytes_max or header_length > length - 4 or serialize_type > 1:
+        frame_bounds(buf, pos)  # raises the precise error
+    if len(buf) < end:
+        return None
+    header_start = pos + PREFIX_BYTES
+    body_start = header_start + header_length
+    if serialize_type == 0:  # SerializeType.JSON
+        return _decode_json(buf[header_start:body_start], buf[body_start:end]), end
+    return _decode_binary(buf[header_start:body_start], buf[body_start:end]), end
+
+
 def decode(frame: bytes | bytearray) -> RemotingCommand:
     """Decode exactly one complete frame (no bytes missing, none left over)."""
     result = decode_frame(frame)
@@ -282,7 +330,7 @@ def decode(frame: bytes | bytearray) -> RemotingCommand:
     return cmd
 
 
-def _decode_json(header: memoryview, body: bytes) -> RemotingCommand:
+def _decode_json(header: bytes | memoryview, body: bytes) -> RemotingCommand:
     fields = _parse_json_object(header)
     # fields.get, not a bound get: compiled, each is a C call on the dict (no method object per call)
     code, opaque = fields.get("code", 0), fields.get("opaque", 0)
@@ -295,7 +343,7 @@ def _decode_json(header: memoryview, body: bytes) -> RemotingCommand:
     language = fields.get("language")
     language = _LANG_BY_NAME.get(language, _OTHER) if type(language) is str else _json_language(language)
     # positional, in field order: code, opaque, flag, remark, ext_fields, body, language, version, type
-    return RemotingCommand(
+    return new_command(
         code,
         opaque,
         flag,
@@ -399,7 +447,7 @@ def _decode_binary(header: bytes, body: bytes) -> RemotingCommand:
     except UnicodeDecodeError as exc:
         raise RemoteProtocolError(f"ROCKETMQ header text is not UTF-8: {exc}") from None
     # positional, in field order: code, opaque, flag, remark, ext_fields, body, language, version, type
-    return RemotingCommand(
+    return new_command(
         code,
         opaque,
         flag,
@@ -425,9 +473,16 @@ def _int32(data: bytes, pos: int) -> int:
 
 
 def _binary_map(data: bytes, pos: int) -> dict[str, str]:
-    """The extFields pairs from ``pos`` to the end of ``data``: ``(int16 kLen, k, int32 vLen, v)*``."""
+    """The extFields pairs from ``pos`` to the end of ``data``: ``(int16 kLen, k, int32 vLen, v)*``.
+
+    When the pairs' bytes are all ASCII (a send's, while no length reaches 128) they are decoded once
+    and each key and value is a slice of that text (no bytes slice and decode per string); otherwise
+    each is decoded from its bytes (UTF-8), the value before the key (the first error as always)."""
     result: dict[str, str] = {}
     end = len(data)
+    pairs = data[pos:]
+    text = pairs.decode("ascii") if pairs.isascii() else None
+    base = pos  # text[i - base] is data[i]
     while pos < end:
         if pos + 2 > end:
             raise RemoteProtocolError("ROCKETMQ header truncated before the extFields key length")
@@ -443,9 +498,12 @@ def _binary_map(data: bytes, pos: int) -> dict[str, str]:
         pos += 4
         if value_size < 0 or pos + value_size > end:
             raise RemoteProtocolError(f"ROCKETMQ header extFields value length {value_size} is out of bounds")
-        result[data[key_start : key_start + key_size].decode("utf-8")] = data[pos : pos + value_size].decode(
-            "utf-8"
-        )
+        if text is not None:
+            at = key_start - base
+            result[text[at : at + key_size]] = text[pos - base : pos - base + value_size]
+        else:
+            value = data[pos : pos + value_size].decode("utf-8")
+            result[data[key_start : key_start + key_size].decode("utf-8")] = value
         pos += value_size
     return result
 
