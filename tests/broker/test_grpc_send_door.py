@@ -145,3 +145,31 @@ async def test_a_lane_append_is_answered_as_columns(broker: Broker) -> None:
     (result,) = sender.lane_results(second)
     assert (offset_id, queue_id, queue_offset) == (result.offset_message_id, 0, 1)
     assert (result.message_id, result.queue.queue_id, result.queue_offset) == ("01COLUMNS", 0, 1)
+
+
+async def test_each_send_keeps_its_own_born_host_past_the_door_s_context_cache(
+    broker: Broker, monkeypatch: Any
+) -> None:
+    """The door keeps one SendContext per born host (building one costs ~6k instructions): sends from
+    alternating hosts, single and batched, on both of its send paths, and more hosts than it keeps, are
+    each stored with their own born host."""
+    from txmq.server import grpc_server
+
+    monkeypatch.setattr(grpc_server, "_CONTEXTS_MAX", 2)
+    servicer = MessagingServicer(broker, "127.0.0.1", 8081)
+    hosts = ["10.0.0.1", "10.0.0.2", "10.0.0.1", "10.0.0.3", "10.0.0.4", "10.0.0.2"]
+    sent: list[str] = []
+    for i, host in enumerate(hosts):
+        count = 1 + i % 2
+        request: Any = _request("hosts", count, born_host=host)
+        if i == 3:  # a parsed request: the protobuf path (_send_general) takes it
+            request = S.SendMessageRequest.FromString(request)
+        reply = await _send(servicer, request, _CallContext())
+        assert reply.status.code == pb.Code.OK, reply.status.message
+        sent += [host] * count
+        assert len(servicer._contexts) <= 2
+    stored: list[str] = []
+    for queue_id in range(broker.route("hosts").queues):
+        read = broker.store.read_queue("hosts", queue_id, 0, 64)
+        stored += [record.born_host for record in read.records]
+    assert sorted(stored) == sorted(sent)

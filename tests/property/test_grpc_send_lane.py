@@ -192,3 +192,49 @@ def test_malformed_unusual_and_undecompressable_requests_are_declined() -> None:
     for messages in ([delayed], [bad_gzip], [plain, transactional], [plain, other_topic]):
         assert wire.send_lane(_request(messages)) is None
     assert _oracle(_request([bad_gzip])) is errors.InvalidArgument  # the fallback's answer
+
+
+# a batch's messages repeat their topic, tag, born host and born time (the decoder reuses what an earlier
+# message decoded when the bytes are the same): repeats, changes and damage in any message
+_REPEATED_FIELD = st.sampled_from(["topic", "namespace", "tag", "host", "stamp"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.tuples(_REPEATED_FIELD, _RAW_TEXT), max_size=6),
+    st.integers(2, 5),
+    st.data(),
+)
+@example([("host", b"\xff")], 3, None)  # a later message's born host is not UTF-8: protobuf refuses it
+@example([("stamp", b"\x08\x80")], 2, None)  # a later message's born time is truncated
+def test_repeated_and_changed_fields_of_a_batch_are_decoded_as_protobuf_decodes_them(
+    changes: list[tuple[str, bytes]], count: int, data: Any
+) -> None:
+    def sysp(tag: bytes, host: bytes, stamp: bytes, message_id: int) -> bytes:
+        return b"".join(
+            (_field(1, 2, tag), _field(3, 2, b"id-%d" % message_id), _field(8, 2, host), _field(7, 2, stamp))
+        )
+
+    def topic(name: bytes, namespace: bytes) -> bytes:
+        return (_field(1, 2, namespace) if namespace else b"") + _field(2, 2, name)
+
+    fields = {"topic": b"T", "namespace": b"", "tag": b"t", "host": b"127.0.0.1", "stamp": b"\x08\x01"}
+    at = {
+        i: data.draw(st.integers(0, count - 1)) if data is not None else count - 1
+        for i in range(len(changes))
+    }
+    messages = []
+    for n in range(count):
+        for i, (name, value) in enumerate(changes):
+            if at[i] == n:
+                fields[name] = value
+        message = _field(1, 2, topic(fields["topic"], fields["namespace"])) + _field(
+            3, 2, sysp(fields["tag"], fields["host"], fields["stamp"], n)
+        )
+        messages.append(message + _field(4, 2, b"body"))
+    request = b"".join(_field(1, 2, m) for m in messages)
+    got = wire.send_lane(request)
+    if got is not None:
+        assert got == _oracle(request)
+    if not changes:
+        assert got is not None, "the common case must not fall back"

@@ -104,13 +104,12 @@ def check_lean(messages: list[LeanMessage]) -> list[LeanMessage]:
     """:func:`check_fields` of each of the send lane's messages, in order; returns them with their keys
     as the proxy stores them (:func:`split_keys`; ``messages`` itself when no key changes).
 
-    This runs per message sent, so the common batch is judged column by column at C speed (each
-    distinct tag and group once, every key in one scan); only a batch that may fail (or has a key to
-    split) is walked message by message, which raises the first failure in message order."""
-    if len(messages) > 1:
-        _, users, tags, keys, ids, groups = zip(*messages, strict=True)
-        if _columns_pass(users, tags, keys, ids, groups):
-            return messages
+    This runs per message sent, so the common request is judged in one compiled pass (each distinct
+    tag and group checked once, the rest by a few tests per message, :func:`_common`); only a request
+    that may fail (or has a key to split) is walked message by message, which raises the first failure
+    in message order."""
+    if _common(messages):
+        return messages
     result = messages
     for i, message in enumerate(messages):
         keys = message.keys
@@ -123,26 +122,37 @@ def check_lean(messages: list[LeanMessage]) -> list[LeanMessage]:
     return result
 
 
-def _columns_pass(
-    users: tuple[dict[str, str], ...],
-    tags: tuple[str | None, ...],
-    keys: tuple[tuple[str, ...], ...],
-    ids: tuple[str | None, ...],
-    groups: tuple[str | None, ...],
-) -> bool:
-    """True when no message of these columns can fail (False: maybe one does, look one by one)."""
-    if any(users) or not all(ids) or any(map(str.isspace, ids)):  # type: ignore[arg-type]
-        return False
-    joined = "".join(map("".join, keys))
-    if not (joined.isascii() and joined.isprintable()) or " " in joined or not all(map(all, keys)):
-        return False  # a key may be refused, or split at its spaces, or is empty
-    try:
-        for tag in set(tags):
-            if tag is not None:
+def _common(messages: list[LeanMessage]) -> bool:
+    """True when no message can fail and no key needs splitting (False: maybe one does, look one by
+    one): no user property, a message id not empty nor whitespace only, keys not empty, without a space
+    and printable ASCII, and every distinct tag and group passing its check.
+
+    Fields by index (body 0, properties 1, tags 2, keys 3, message id 4, group 5): compiled, a tuple
+    index is a C array read where a NamedTuple attribute is a generic attribute lookup."""
+    checked_tag = ""
+    checked_group = ""
+    for message in messages:
+        if message[1]:
+            return False
+        message_id = message[4]
+        if not message_id or message_id.isspace():
+            return False
+        keys = message[3]
+        for key in keys:
+            if not key or " " in key or not (key.isascii() and key.isprintable()):
+                return False
+        tag = message[2]
+        if tag is not None and tag != checked_tag:
+            try:
                 check_tag(tag)
-        for group in set(groups):
-            if group is not None:
+            except errors.InvalidArgument:
+                return False
+            checked_tag = tag
+        group = message[5]
+        if group is not None and group != checked_group:
+            try:
                 check_group(group)
-    except errors.InvalidArgument:
-        return False
+            except errors.InvalidArgument:
+                return False
+            checked_group = group
     return True

@@ -30,6 +30,7 @@ from txmq.protocol.grpc import convert
 _VARINT_CACHE_MAX: Final = 1 << 14  # lengths and small numbers: one list lookup instead of a loop
 _TWO_64: Final = 1 << 64
 _INT63: Final = 1 << 62  # below it, compiled code keeps an int in a machine word
+_TWO_28: Final = 1 << 28  # a varint of 15-28 bits: two table pieces
 
 
 def _encode_varint(value: int) -> bytes:
@@ -92,19 +93,56 @@ def send_reply(results: Iterable[Any]) -> bytes:
     return b"".join(parts)
 
 
+# an entry's first pieces by its length (tag 2, length, the OK status; below 128) and a message id's by
+# its length (tag 2, length; below 128): one table piece each instead of three
+_ENTRY_HEADS: Final = [b"\x12" + _encode_varint(i) + _OK_STATUS for i in range(128)]
+_ID_HEADS: Final = [b"\x12" + _encode_varint(i) for i in range(128)]
+
+
 def lane_reply(message_ids: Sequence[str], queue_offsets: Sequence[int]) -> bytes:
     """:func:`send_reply` for a send-lane batch, from its columns (``LaneSent``): the lane takes
     neither transactional nor delayed messages, so an entry has no transaction id and no recall
-    handle (the OK status, the message id, the offset), and no result object is built per message."""
+    handle (the OK status, the message id, the offset), and no result object is built per message.
+
+    Each entry's pieces go into one list joined once (no bytes concatenated per entry), its length
+    counted from theirs; an offset's varint is two table pieces when it has 15 to 28 bits. The columns
+    are walked by ``zip`` without ``strict`` (compiled, that is a loop over both; ``strict=True`` makes
+    it a generic iterator and a tuple per entry), their lengths compared first."""
+    if len(message_ids) != len(queue_offsets):
+        raise ValueError(f"lane_reply: {len(message_ids)} message ids, {len(queue_offsets)} queue offsets")
     parts = [_OK_STATUS]
-    append = parts.append
     ok = _OK_STATUS
-    for message_id, queue_offset in zip(message_ids, queue_offsets, strict=True):
+    ok_size = len(ok)
+    for message_id, queue_offset in zip(message_ids, queue_offsets):  # noqa: B905 - lengths compared above
         encoded = message_id.encode()
-        entry = ok + b"\x12" + varint(len(encoded)) + encoded if encoded else ok
+        size = len(encoded)
+        id_head = _ID_HEADS[size] if size < 128 else b"\x12" + varint(size)
+        entry = ok_size + len(id_head) + size if size else ok_size
+        low = b""
+        if queue_offset == 0:
+            high = b""
+        elif 0 < queue_offset < _VARINT_CACHE_MAX:
+            high = _VARINTS[queue_offset]
+            entry += 1 + len(high)
+        elif _VARINT_CACHE_MAX <= queue_offset < _TWO_28:
+            low = _LOW14[queue_offset & 0x3FFF]
+            high = _VARINTS[queue_offset >> 14]
+            entry += 1 + len(low) + len(high)
+        else:
+            high = varint(queue_offset)
+            entry += 1 + len(high)
+        if entry < 128:
+            parts.append(_ENTRY_HEADS[entry])
+        else:
+            parts.append(b"\x12" + varint(entry) + ok)
+        if size:
+            parts.append(id_head)
+            parts.append(encoded)
         if queue_offset:
-            entry += b"\x20" + varint(queue_offset)
-        append(b"\x12" + varint(len(entry)) + entry)
+            parts.append(b"\x20")
+            if low:
+                parts.append(low)
+            parts.append(high)
     return b"".join(parts)
 
 
@@ -271,13 +309,26 @@ def _read_enum(data: bytes, pos: int, end: int) -> tuple[int, int]:
     return data[pos], pos + 1
 
 
+def _skip_varint(data: bytes, pos: int, end: int) -> int:
+    """The position after the varint at ``pos`` (what :func:`_read_varint` accepts, its value not
+    built: a Timestamp's seconds and nanos are five and four bytes, and shifting them into an int costs
+    more than the scan)."""
+    last = pos + 9 if pos + 9 < end else end
+    while pos < last:
+        byte = data[pos]
+        pos += 1
+        if byte < 0x80:
+            return pos
+    raise _Unusual
+
+
 def _check_plain(data: bytes, pos: int, end: int, texts: int) -> None:
     """A Timestamp (varints 1, 2; ``texts`` 0) or a Digest (varint 1, text 2; ``texts`` 2) the lane
     does not read, checked as protobuf would parse it."""
     while pos < end:
         key, pos = _read_varint(data, pos, end)
         if key == 0x08 or (key == 0x10 and not texts):
-            _, pos = _read_varint(data, pos, end)
+            pos = _skip_varint(data, pos, end)
         elif key == 0x12 and texts:
             _, pos = _read_text(data, pos, end)
         else:
@@ -313,13 +364,29 @@ def _read_entry(data: bytes, pos: int, end: int, into: dict[str, str]) -> None:
     into[name] = value
 
 
-def _read_message(data: bytes, pos: int, end: int, topic: str | None) -> tuple[str, LeanMessage, str]:
-    """(topic, lane message, born host) of one Message; ``topic``: the request's first message's."""
+class _Seen:
+    """What a request's earlier messages held: a batch's messages repeat their topic, born host, tag
+    and born time byte for byte, and the same bytes parse to the same value, so a repeat costs a slice
+    and a compare instead of a decode (each a few hundred instructions per message)."""
+
+    def __init__(self) -> None:
+        self.topic_raw = b""  # the first message's topic (a Resource), as sent
+        self.topic = ""  # its name: every message must name it
+        self.host_raw = b""  # the first message's born host (the only one the lane uses)
+        self.host = ""
+        self.tags_raw = b""  # the last tag decoded
+        self.tags = ""
+        self.stamp_raw = b""  # the last born time checked
+
+
+def _read_message(data: bytes, pos: int, end: int, seen: _Seen | None) -> tuple[str, LeanMessage, str]:
+    """(topic, lane message, born host) of one Message; ``seen``: the request's first message's
+    values (None: this is the first message)."""
     name = ""
-    user: dict[str, str] = {}
+    properties: dict[str, str] | None = None
     body = b""
     tags = ""
-    keys: list[str] = []
+    keys: list[str] | None = None
     message_id = ""
     group = ""
     born_host = ""
@@ -342,25 +409,51 @@ def _read_message(data: bytes, pos: int, end: int, topic: str | None) -> tuple[s
             seen_born = False
             while pos < stop:
                 key, pos = _read_varint(data, pos, stop)
-                if key == 0x0A:
-                    tags, pos = _read_text(data, pos, stop)
+                if key == 0x0A:  # tag (1)
+                    inner, start = _read_len(data, pos, stop)
+                    if seen is not None:
+                        raw = data[start:inner]
+                        if raw == seen.tags_raw:
+                            tags = seen.tags
+                        else:
+                            tags = raw.decode()
+                            seen.tags_raw = raw
+                            seen.tags = tags
+                    else:
+                        tags = data[start:inner].decode()
+                    pos = inner
                 elif key == 0x12:
                     text, pos = _read_text(data, pos, stop)
-                    keys.append(text)
+                    if keys is None:
+                        keys = [text]
+                    else:
+                        keys.append(text)
                 elif key == 0x1A:
                     message_id, pos = _read_text(data, pos, stop)
                 elif key == 0x28:
                     encoding, pos = _read_enum(data, pos, stop)
                 elif key == 0x30:
                     kind, pos = _read_enum(data, pos, stop)
-                elif key == 0x42:
-                    born_host, pos = _read_text(data, pos, stop)
+                elif key == 0x42:  # born_host (8): the first message's is the request's
+                    inner, start = _read_len(data, pos, stop)
+                    if seen is not None:
+                        raw = data[start:inner]
+                        born_host = seen.host if raw == seen.host_raw else raw.decode()
+                    else:
+                        born_host = data[start:inner].decode()
+                    pos = inner
                 elif key == 0x8A:  # message_group (17): (17 << 3) | 2
                     group, pos = _read_text(data, pos, stop)
                 elif key == 0x3A and not seen_born:  # born_timestamp (7)
                     seen_born = True
                     inner, start = _read_len(data, pos, stop)
-                    _check_plain(data, start, inner, 0)
+                    if seen is not None:
+                        raw = data[start:inner]
+                        if raw != seen.stamp_raw:
+                            _check_plain(data, start, inner, 0)
+                            seen.stamp_raw = raw
+                    else:
+                        _check_plain(data, start, inner, 0)
                     pos = inner
                 elif key == 0x22 and not seen_digest:  # body_digest (4)
                     seen_digest = True
@@ -376,29 +469,61 @@ def _read_message(data: bytes, pos: int, end: int, topic: str | None) -> tuple[s
                 raise _Unusual
             seen_topic = True
             stop, start = _read_len(data, pos, end)
-            name = _read_topic(data, start, stop)
+            if seen is not None and data[start:stop] == seen.topic_raw:
+                name = seen.topic
+            else:
+                name = _read_topic(data, start, stop)
             pos = stop
         elif key == 0x12:  # a user_properties entry (2)
             stop, start = _read_len(data, pos, end)
-            _read_entry(data, start, stop, user)
+            if properties is None:
+                properties = {}
+            _read_entry(data, start, stop, properties)
             pos = stop
         else:
             raise _Unusual
-    if kind == _TRANSACTION or (topic is not None and name != topic):
+    if kind == _TRANSACTION or (seen is not None and name != seen.topic):
         raise _Unusual  # the general path's (convert.to_lean answers None)
-    properties: dict[str, str] = {}
-    if user:
-        for key_name, value in user.items():
+    if properties is None:
+        properties = {}
+    else:
+        for key_name in properties:
             if key_name in _SYSTEM_KEYS:
                 # DELAY / check immunity: the general path's; any other is refused there (reserved)
                 raise _Unusual
-            properties[key_name] = value
     if encoding == _GZIP:
         body = convert.gunzip(body)  # fails: protobuf's path raises the same for it, in order
     lean: LeanMessage = _new_tuple(
-        LeanMessage, (body, properties, tags or None, tuple(keys), message_id or None, group or None)
+        LeanMessage,
+        (
+            body,
+            properties,
+            tags or None,
+            () if keys is None else tuple(keys),
+            message_id or None,
+            group or None,
+        ),
     )
     return name, lean, born_host
+
+
+def _first_seen(data: bytes, pos: int, end: int, topic: str, born_host: str) -> _Seen:
+    """A :class:`_Seen` of the request's first message (at ``pos``..``end``, already decoded)."""
+    seen = _Seen()
+    seen.topic = topic
+    seen.host = born_host
+    seen.host_raw = born_host.encode()  # the bytes it decoded from (UTF-8 round trips)
+    while pos < end:  # the topic field's bytes: the first field 1 of the message
+        key, pos = _read_varint(data, pos, end)
+        if key == 0x0A:
+            stop, start = _read_len(data, pos, end)
+            seen.topic_raw = data[start:stop]
+            break
+        if key & 7 == 2:
+            pos, _ = _read_len(data, pos, end)
+        else:
+            raise _Unusual  # pragma: no cover - the message decoded: only length-delimited fields
+    return seen
 
 
 def send_lane(data: bytes) -> tuple[str, list[LeanMessage], str] | None:
@@ -411,16 +536,19 @@ def send_lane(data: bytes) -> tuple[str, list[LeanMessage], str] | None:
         pos = 0
         topic: str | None = None
         born_host = ""
+        seen: _Seen | None = None
         lane: list[LeanMessage] = []
         while pos < end:
             key, pos = _read_varint(data, pos, end)
             if key != 0x0A:
                 raise _Unusual
             stop, start = _read_len(data, pos, end)
-            name, lean, host = _read_message(data, start, stop, topic)
+            name, lean, host = _read_message(data, start, stop, seen)
             if topic is None:
                 topic = name
                 born_host = host
+                if stop < end:  # more messages follow: they are read against this one's values
+                    seen = _first_seen(data, start, stop, name, host)
             lane.append(lean)
             pos = stop
         if topic is None:
