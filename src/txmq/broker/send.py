@@ -130,10 +130,17 @@ _HALF_TOPIC_BYTES = names.HALF_TOPIC.encode()
 _PREPARED = int(SysFlag.TRANSACTION_PREPARED)
 
 
+# a half's lane: the client properties it leaves to the general path (a delay, a delivery time, check
+# immunity: to_message judges them), and those it does not copy to the record (the system ones, which
+# it sets itself, and the ali-ons sharding key, which a transactional message drops)
+_HALF_DECLINED = (props.DELAY, props.TIMER_DELIVER_MS, props.CHECK_IMMUNITY_TIME_IN_SECONDS)
+_HALF_DROPPED = props.SYSTEM_KEYS | {"__SHARDING_KEY"}
+_TRANSACTION_TYPE = MessageType.TRANSACTION.name
+
+
 class HalfAppend(NamedTuple):
     """What :meth:`SendService.half_append` appended; answer it once ``durable`` completes."""
 
-    message: Message
     topic: TopicConfig
     fields: RecordFields  # the half's record, in RMQ_SYS_TRANS_HALF_TOPIC
     properties: dict[str, str]
@@ -215,7 +222,61 @@ class SendService:
             ),
         )  # fmt: skip
         appended, durable = self._store.put_record_nowait(names.HALF_TOPIC, fields, shared)
-        half: HalfAppend = _new_tuple(HalfAppend, (message, topic, fields, properties, appended, durable))
+        half: HalfAppend = _new_tuple(HalfAppend, (topic, fields, properties, appended, durable))
+        return half
+
+    def half_lane_append(
+        self, topic_name: str, body: bytes, properties: dict[str, str], ctx: SendContext
+    ) -> HalfAppend | None:
+        """``half_append(to_message(topic_name, body, properties, sys_flag), ctx)`` for a 4.x half
+        (``sys_flag`` with TRANSACTION_PREPARED) straight from its decoded properties, without a
+        :class:`Message`: the same checks in the same order, the same queue choice, record and
+        errors (tests/property/test_half_lane.py). None, having done nothing, for a half that asks
+        for a delay, a delivery time or check immunity, names no message id, or whose body is not
+        ``bytes``: the caller then takes the general path."""
+        for key in _HALF_DECLINED:
+            if key in properties:
+                return None
+        message_id = properties.get(props.UNIQ_KEY)
+        if not message_id or type(body) is not bytes:
+            return None
+        tags = properties.get(props.TAGS) or None
+        keys_text = properties.get(props.KEYS, "")
+        keys = [k for k in keys_text.split(props.KEY_SEPARATOR) if k] if keys_text else []
+        # Message.validate (a half has no message group, delay or delivery time), then resolve
+        if topic_name not in self._lane_topics:
+            names.validate_topic(topic_name)
+            if len(self._lane_topics) < _LANE_TOPICS_MAX:
+                self._lane_topics.add(topic_name)
+        check_content(len(body), tags, keys, None)
+        topic = self._lane_resolve(topic_name, MessageType.TRANSACTION)
+        queue_id = self._queue_for(None, topic, ctx.queue_id)
+        now = self._clock.now_ms()
+        # _properties, then _half_properties: the user's properties in their order, then the system ones
+        record = {k: v for k, v in properties.items() if k not in _HALF_DROPPED}
+        if tags is not None:
+            record[props.TAGS] = tags
+        if keys:
+            record[props.KEYS] = props.KEY_SEPARATOR.join(keys)
+        record[props.UNIQ_KEY] = message_id
+        group = ctx.producer_group
+        if group:
+            record[props.PRODUCER_GROUP] = group
+        record[props.MESSAGE_TYPE] = _TRANSACTION_TYPE
+        record[props.REAL_TOPIC] = topic.name
+        record[props.REAL_QUEUE_ID] = str(queue_id)
+        record[props.TRAN_MSG] = "true"
+        if not group:
+            record[props.PRODUCER_GROUP] = topic.name
+        fields: RecordFields = _new_tuple(
+            RecordFields,
+            (
+                _HALF_TOPIC_BYTES, 0, body, props.encode(record), now, 0, _PREPARED, now,
+                ctx.born_host.encode(), 0, 0, keys_of(record),
+            ),
+        )  # fmt: skip
+        appended, durable = self._store.put_record_nowait(names.HALF_TOPIC, fields, True)
+        half: HalfAppend = _new_tuple(HalfAppend, (topic, fields, record, appended, durable))
         return half
 
     def half_answer_fields(self, half: HalfAppend) -> tuple[str, int]:
