@@ -33,6 +33,7 @@ from txmq.server.remoting.convert import to_message
 from txmq.storage.api import FlushMode
 
 _TEXT = st.text(alphabet=st.sampled_from("ab |-_é"), max_size=6)
+_VALUES = st.one_of(*[_TEXT] * 12, st.just("v" * 33_000))  # the last: over the properties' size
 _NAMES = st.sampled_from(["a", "b", "user.x", "", "WAIT", "RECONSUME_TIME", "__SHARDING_KEY", "REAL_QID"])
 _SYSTEM = {
     props.TAGS: st.sampled_from(["", "t", "tag-1", " t", "a||b", "x" * 200]),
@@ -56,15 +57,15 @@ _TOPICS = ["HalfLane"] * 12 + ["NormalOnly", "ReadOnly", "bad topic", "HalfLaneN
 def wire_properties(draw: st.DrawFn) -> dict[str, str]:
     """A half's properties as the header decodes them, in wire order (names and values hold no
     separator: the decode split on them)."""
-    items = draw(st.lists(st.tuples(_NAMES, _TEXT), max_size=4))
+    items = draw(st.lists(st.tuples(_NAMES, _VALUES), max_size=4))
     for key, values in _SYSTEM.items():
         if draw(st.booleans()):
             items.insert(draw(st.integers(0, len(items))), (key, draw(values)))
     if draw(st.integers(0, 7)):  # nearly always a message id, as every client sends
-        uniq = draw(st.sampled_from(["ID-1", "0123456789ABCDEF0123456789ABCDEF01", ""]))
+        uniq = draw(st.sampled_from(["ID-1", "0123456789ABCDEF0123456789ABCDEF01", "ID-2", "ID-3", ""]))
         items.insert(draw(st.integers(0, len(items))), (props.UNIQ_KEY, uniq))
     for key, values in _RARE.items():
-        if draw(st.integers(0, 5)) == 0:
+        if draw(st.integers(0, 11)) == 0:
             items.insert(draw(st.integers(0, len(items))), (key, draw(values)))
     return dict(items)
 
@@ -106,13 +107,13 @@ def _outcome(loop: asyncio.AbstractEventLoop, make: Any) -> tuple[str, Any]:
     return "ok", (half.topic.name, half.fields, list(half.properties.items()), stored)
 
 
-@settings(max_examples=400, deadline=None, derandomize=True,
+@settings(max_examples=1000, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
 @given(
     topic=st.sampled_from(_TOPICS),
     body=st.sampled_from([b"x", b"body" * 64, bytes(range(256))] * 4 + [b""]),
     properties=wire_properties(),
-    group=st.sampled_from(["PG"] * 4 + ["", "P\x01G"]),
+    group=st.sampled_from(["PG"] * 6 + ["", "P\x01G", "P\ud800G"]),  # a separator, text UTF-8 cannot hold
     host=st.sampled_from(["10.0.0.1:4242", "[::1]:4242"]),
     queue_id=st.sampled_from([-1] * 4 + [0, 3, 9]),
 )
@@ -179,3 +180,36 @@ def test_a_plain_sdk_half_takes_the_lane(
         props.UNIQ_KEY, props.PRODUCER_GROUP, props.MESSAGE_TYPE, props.REAL_TOPIC, props.REAL_QUEUE_ID,
         props.TRAN_MSG,
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("properties", "group"),
+    [
+        ({"big": "v" * 33_000}, "PG"),  # over the properties' size once the system ones are added
+        ({"big": "v" * 32_700}, "PG"),
+        ({"": "v"}, "PG"),  # an empty name: refused by props.encode
+        ({"a": "b"}, "P\x01G"),  # a separator in the producer group
+        ({"a": "b"}, "P\ud800G"),  # text UTF-8 cannot hold
+        ({f"n{i}": "v" for i in range(125)}, "PG"),  # over the property count with the system ones
+        ({f"n{i}": "v" for i in range(110)}, ""),
+    ],
+)
+def test_unusual_properties_give_what_the_general_path_gives(
+    brokers: tuple[Broker, Broker], loop: asyncio.AbstractEventLoop, properties: dict[str, str], group: str
+) -> None:
+    properties = {props.UNIQ_KEY: "ID-U", **properties}
+    ctx = SendContext(producer_group=group or None, born_host="10.0.0.1:4242", queue_id=-1)
+    taken: list[bool] = []
+
+    def by_lane() -> HalfAppend:
+        half = brokers[0].sender.half_lane_append("HalfLane", b"body", dict(properties), ctx)
+        taken.append(half is not None)
+        assert half is not None
+        return half
+
+    def by_message() -> HalfAppend:
+        message = to_message("HalfLane", b"body", properties, TRANSACTION_PREPARED_TYPE)
+        return brokers[1].sender.half_append(message, ctx)
+
+    assert _outcome(loop, by_lane) == _outcome(loop, by_message)
+    assert taken in ([], [True])

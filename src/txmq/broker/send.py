@@ -136,6 +136,8 @@ _PREPARED = int(SysFlag.TRANSACTION_PREPARED)
 _HALF_DECLINED = (props.DELAY, props.TIMER_DELIVER_MS, props.CHECK_IMMUNITY_TIME_IN_SECONDS)
 _HALF_DROPPED = props.SYSTEM_KEYS | {"__SHARDING_KEY"}
 _TRANSACTION_TYPE = MessageType.TRANSACTION.name
+_HALF_TYPE_PAIR = f"{props.MESSAGE_TYPE}\x01{_TRANSACTION_TYPE}\x02"
+_HALF_FLAG_PAIR = f"{props.TRAN_MSG}\x01true\x02"
 
 
 class HalfAppend(NamedTuple):
@@ -176,7 +178,8 @@ class SendService:
         self._lane_queues: dict[tuple[str, int], MessageQueue] = {}
         # told of every half message stored (record, its properties, where it landed): the transaction
         # service keeps it for the END_TRANSACTION that follows, so the decision needs no log read
-        self.half_stored: Callable[[RecordFields, dict[str, str], AppendResult], None] | None = None
+        # (it answers the half's transaction id, which is also its offset message id)
+        self.half_stored: Callable[[RecordFields, dict[str, str], AppendResult], str] | None = None
 
     @property
     def timer_queue_count(self) -> int:
@@ -253,26 +256,57 @@ class SendService:
         queue_id = self._queue_for(None, topic, ctx.queue_id)
         now = self._clock.now_ms()
         # _properties, then _half_properties: the user's properties in their order, then the system ones
+        # (none of which is a user's: the user's are the non-system ones)
         record = {k: v for k, v in properties.items() if k not in _HALF_DROPPED}
+        user = "".join([f"{k}\x01{v}\x02" for k, v in record.items()]) if record else ""
         if tags is not None:
             record[props.TAGS] = tags
+        joined = ""
         if keys:
-            record[props.KEYS] = props.KEY_SEPARATOR.join(keys)
+            joined = record[props.KEYS] = props.KEY_SEPARATOR.join(keys)
         record[props.UNIQ_KEY] = message_id
         group = ctx.producer_group
         if group:
             record[props.PRODUCER_GROUP] = group
         record[props.MESSAGE_TYPE] = _TRANSACTION_TYPE
-        record[props.REAL_TOPIC] = topic.name
-        record[props.REAL_QUEUE_ID] = str(queue_id)
+        name = topic.name
+        queue = str(queue_id)
+        record[props.REAL_TOPIC] = name
+        record[props.REAL_QUEUE_ID] = queue
         record[props.TRAN_MSG] = "true"
         if not group:
-            record[props.PRODUCER_GROUP] = topic.name
+            record[props.PRODUCER_GROUP] = name
+        # props.encode(record), its fast path written out: the pairs in the record's order, in one text
+        tags_pair = "" if tags is None else f"{props.TAGS}\x01{tags}\x02"
+        keys_pair = f"{props.KEYS}\x01{joined}\x02" if keys else ""
+        group_pair = f"{props.PRODUCER_GROUP}\x01{group or name}\x02"
+        text = (
+            f"{user}{tags_pair}{keys_pair}{props.UNIQ_KEY}\x01{message_id}\x02{group_pair if group else ''}"
+            f"{_HALF_TYPE_PAIR}{props.REAL_TOPIC}\x01{name}\x02{props.REAL_QUEUE_ID}\x01{queue}\x02"
+            f"{_HALF_FLAG_PAIR}{'' if group else group_pair}"
+        )
+        data = b""
+        count = len(record)
+        if (
+            count <= limits.property_count_max
+            and text.count("\x01") == count
+            and text.count("\x02") == count
+            and "" not in record
+        ):
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError:
+                data = b""
+            if len(data) > limits.properties_bytes_max:
+                data = b""
+        if not data:
+            data = props.encode(record)  # anything unusual: its checks, and their error
+        keys.append(message_id)  # records.keys_of(record): the keys, then the message id
         fields: RecordFields = _new_tuple(
             RecordFields,
             (
-                _HALF_TOPIC_BYTES, 0, body, props.encode(record), now, 0, _PREPARED, now,
-                ctx.born_host.encode(), 0, 0, keys_of(record),
+                _HALF_TOPIC_BYTES, 0, body, data, now, 0, _PREPARED, now, ctx.born_host.encode(), 0, 0,
+                tuple(keys),
             ),
         )  # fmt: skip
         appended, durable = self._store.put_record_nowait(names.HALF_TOPIC, fields, True)
@@ -283,9 +317,10 @@ class SendService:
         """For a :meth:`half_append` whose record is durable: hand the half to the transaction service
         (as :meth:`send` does) and give what its response carries: (offset message id, which is also
         the transaction id; the real queue id); a half's queue offset is 0. No SendResult."""
-        if self.half_stored is not None:
-            self.half_stored(half.fields, half.properties, half.appended)
-        offset_id = self._offset_id_prefix() + _HEX16(half.appended.physical_offset)
+        if self.half_stored is not None:  # it formats the id: once per half, not twice
+            offset_id = self.half_stored(half.fields, half.properties, half.appended)
+        else:
+            offset_id = self._offset_id_prefix() + _HEX16(half.appended.physical_offset)
         return offset_id, int(half.properties.get(props.REAL_QUEUE_ID, half.fields.queue_id))
 
     def prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest]:

@@ -284,13 +284,15 @@ def end_transaction(
         raise errors.InvalidArgument(f"commitOrRollback {fields.commit_or_rollback} is not 0, 8 or 12")
     decision = _DECISIONS[fields.commit_or_rollback]
     transaction_id = fields.transaction_id
-    parsed = msgid.parse_offset_message_id(transaction_id)
-    half_offset = -1  # the service parses the id it builds below
-    if parsed is None:
-        # the Java client sends its own id here; the half message's commit-log offset is authoritative
-        transaction_id = ctx.broker.transactions.transaction_id_of(fields.commit_log_offset)
-    else:
-        half_offset = parsed[2]  # what the service would parse out of transaction_id again
+    transactions = ctx.broker.transactions
+    half_offset = transactions.kept_half_offset(transaction_id)  # a kept half's id: no parse
+    if half_offset < 0:
+        parsed = msgid.parse_offset_message_id(transaction_id)
+        if parsed is None:
+            # the Java client sends its own id here; the half message's commit-log offset is authoritative
+            transaction_id = transactions.transaction_id_of(fields.commit_log_offset)
+        else:
+            half_offset = parsed[2]  # what the service would parse out of transaction_id again
     try:
         started = ctx.broker.end_transaction_nowait(
             topic=fields.topic, message_id=fields.msg_id, transaction_id=transaction_id,
