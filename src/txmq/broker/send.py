@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from txmq.broker import delay_levels as levels_mod
 from txmq.broker.filtering import tag_hash
@@ -126,18 +126,18 @@ class LaneAppend(NamedTuple):
     durable: Awaitable[None]
 
 
-_HALF_TOPIC_BYTES = names.HALF_TOPIC.encode()
-_PREPARED = int(SysFlag.TRANSACTION_PREPARED)
+_HALF_TOPIC_BYTES: Final = names.HALF_TOPIC.encode()
+_PREPARED: Final = int(SysFlag.TRANSACTION_PREPARED)
 
 
 # a half's lane: the client properties it leaves to the general path (a delay, a delivery time, check
 # immunity: to_message judges them), and those it does not copy to the record (the system ones, which
 # it sets itself, and the ali-ons sharding key, which a transactional message drops)
-_HALF_DECLINED = (props.DELAY, props.TIMER_DELIVER_MS, props.CHECK_IMMUNITY_TIME_IN_SECONDS)
-_HALF_DROPPED = props.SYSTEM_KEYS | {"__SHARDING_KEY"}
-_TRANSACTION_TYPE = MessageType.TRANSACTION.name
-_HALF_TYPE_PAIR = f"{props.MESSAGE_TYPE}\x01{_TRANSACTION_TYPE}\x02"
-_HALF_FLAG_PAIR = f"{props.TRAN_MSG}\x01true\x02"
+_HALF_DECLINED: Final = (props.DELAY, props.TIMER_DELIVER_MS, props.CHECK_IMMUNITY_TIME_IN_SECONDS)
+_HALF_DROPPED: Final = props.SYSTEM_KEYS | {"__SHARDING_KEY"}
+_TRANSACTION_TYPE: Final = MessageType.TRANSACTION.name
+_HALF_TYPE_PAIR: Final = f"{props.MESSAGE_TYPE}\x01{_TRANSACTION_TYPE}\x02"
+_HALF_FLAG_PAIR: Final = f"{props.TRAN_MSG}\x01true\x02"
 
 
 class HalfAppend(NamedTuple):

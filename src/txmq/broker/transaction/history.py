@@ -150,11 +150,24 @@ class TxnRecord:
 # interpreted frame calling one slot setter per field): the object made bare and each field stored
 # through its slot's own setter, as that ``__init__`` does, from compiled code. Same fields, so an
 # equal object (tests/property/test_txn_fast_init.py).
-_bare = object.__new__
+# Final: compiled code reads them from C statics, not the module's dict.
+_bare: Final = object.__new__
 _EVENT_SET: Final = tuple(TxnEvent.__dict__[name].__set__ for name in TxnEvent.__slots__)
 _RECORD_SET: Final = tuple(TxnRecord.__dict__[name].__set__ for name in TxnRecord.__slots__)
-_E_KIND, _E_TXID, _E_AT, _E_SOURCE, _E_CLIENT, _E_DECISION, _E_DETAIL = _EVENT_SET
-_R_STATE, _R_STORED, _R_CHECKS, _R_LAST_CHECK, _R_DECIDED, _R_BY, _R_CONFLICTS = _RECORD_SET
+_E_KIND: Final = _EVENT_SET[0]
+_E_TXID: Final = _EVENT_SET[1]
+_E_AT: Final = _EVENT_SET[2]
+_E_SOURCE: Final = _EVENT_SET[3]
+_E_CLIENT: Final = _EVENT_SET[4]
+_E_DECISION: Final = _EVENT_SET[5]
+_E_DETAIL: Final = _EVENT_SET[6]
+_R_STATE: Final = _RECORD_SET[0]
+_R_STORED: Final = _RECORD_SET[1]
+_R_CHECKS: Final = _RECORD_SET[2]
+_R_LAST_CHECK: Final = _RECORD_SET[3]
+_R_DECIDED: Final = _RECORD_SET[4]
+_R_BY: Final = _RECORD_SET[5]
+_R_CONFLICTS: Final = _RECORD_SET[6]
 
 
 def new_event(

@@ -60,9 +60,9 @@ _CURSOR_UNITS = 512
 _SAVE_EVERY_MS = 1_000
 _NEW = TxnRecord()  # frozen: one shared "nothing happened yet"
 _SEP, _END = props.NAME_VALUE_SEPARATOR, props.PROPERTY_SEPARATOR
-_OP_TOPIC_BYTES = names.OP_HALF_TOPIC.encode()
-_HALF_TOPIC_BYTES = names.HALF_TOPIC.encode()
-_OP_TAGS = f"{props.TAGS}{_SEP}d{_END}"
+_OP_TOPIC_BYTES: Final = names.OP_HALF_TOPIC.encode()
+_HALF_TOPIC_BYTES: Final = names.HALF_TOPIC.encode()
+_OP_TAGS: Final = f"{props.TAGS}{_SEP}d{_END}"
 _new_tuple = tuple.__new__
 
 
