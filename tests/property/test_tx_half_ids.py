@@ -4,7 +4,8 @@ The remoting door looks an END_TRANSACTION's id up among the kept halves' ids
 (``TransactionService.kept_half_offset``) before parsing it: for every id that lookup answers, it
 answers what ``msgid.parse_offset_message_id`` reads out of the id, and ``transaction_id_of`` is the
 offset message id ``msgid.offset_message_id`` gives. Any other spelling of the id (lower case) is not
-found and is parsed as before; a decision takes its half's id out, an evicted half's id goes too.
+found and is parsed as before; a decision takes its half's id out, an evicted half's id goes too. A
+committed message names its transaction by the formatted id, whatever the decision's spelling.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from txmq.broker.config import BrokerConfig
 from txmq.broker.records import split_host
 from txmq.broker.send import SendContext
 from txmq.common import msgid
+from txmq.common import properties as props
 from txmq.common.message import Message
 from txmq.storage.api import FlushMode
 
@@ -60,8 +62,16 @@ async def test_kept_half_ids_name_what_their_parse_names(tmp_path: Path) -> None
         assert service.kept_half_offset(first) == -1  # the decision took it
         lower = (sent[1].transaction_id or "").lower()
         await broker.end_transaction(
-            topic="Ids", message_id=sent[1].message_id, transaction_id=lower, commit=False, from_check=False
+            topic="Ids", message_id=sent[1].message_id, transaction_id=lower, commit=True, from_check=False
         )
+        # the committed messages name their transaction by the id the broker formats, whatever the
+        # spelling the decision came with (the first's was taken from the memo, the second's formatted)
+        committed = {
+            r.body: props.decode(r.properties)[props.TRANSACTION_ID]
+            for queue_id in broker.store.queues()["Ids"]
+            for r in broker.store.read_queue("Ids", queue_id, 0, 10).records
+        }
+        assert committed == {b"x": first, b"xx": sent[1].transaction_id}
         assert len(service._half_ids) == 4  # taken under another spelling: its id stays, a memo only
         service._halves_max = 1  # read at start (limits.transaction_half_cache_max)
         (last,) = await broker.send([Message("Ids", b"y", transactional=True)], ctx)

@@ -55,15 +55,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _FILE = "transactions.json"
-_HALF_PROPERTY = "__TXMQ_HALF"
+_HALF_PROPERTY: Final = "__TXMQ_HALF"
 _CURSOR_UNITS = 512
 _SAVE_EVERY_MS = 1_000
-_NEW = TxnRecord()  # frozen: one shared "nothing happened yet"
-_SEP, _END = props.NAME_VALUE_SEPARATOR, props.PROPERTY_SEPARATOR
+_NEW: Final = TxnRecord()  # frozen: one shared "nothing happened yet"
+_SEP: Final = props.NAME_VALUE_SEPARATOR
+_END: Final = props.PROPERTY_SEPARATOR
 _OP_TOPIC_BYTES: Final = names.OP_HALF_TOPIC.encode()
 _HALF_TOPIC_BYTES: Final = names.HALF_TOPIC.encode()
 _OP_TAGS: Final = f"{props.TAGS}{_SEP}d{_END}"
-_new_tuple = tuple.__new__
+_new_tuple: Final = tuple.__new__
 
 
 _RESOLVED_MAX: Final = 65_536  # recently resolved halves remembered (far more than the index can lag)
@@ -139,6 +140,8 @@ class TransactionService:
         self._last_save_ms = 0
         self._saved_payload: bytes | None = None  # the snapshot last written
         self._deciding: dict[int, _DecisionTurn] = {}  # one decision at a time per half message
+        # the last kept half a decision took under its own id, and that id (transaction_id_of's value)
+        self._taken_id: tuple[int, str] = (-1, "")
         # halves just stored, by offset, as the log holds them (with their properties), until their
         # END_TRANSACTION takes them: the decision then reads nothing back (bounded, oldest out first)
         self._halves: OrderedDict[int, tuple[StoredTuple, dict[str, str]]] = OrderedDict()
@@ -296,7 +299,8 @@ class TransactionService:
         else:
             half, decoded = kept
             self._halves_bytes -= len(half.body) + len(half.properties)
-            self._half_ids.pop(transaction_id, None)
+            if self._half_ids.pop(transaction_id, -1) == half_offset:  # its id as half_stored formatted it
+                self._taken_id = (half_offset, transaction_id)
         if message_id and decoded.get(props.UNIQ_KEY) not in (message_id, None):
             raise errors.InvalidTransactionId(
                 f"transaction {transaction_id} belongs to message {decoded.get(props.UNIQ_KEY)}, "
@@ -451,7 +455,10 @@ class TransactionService:
         # the committed message names its transaction, so consumers (the Spark source's transaction_id)
         # can tell which transaction published it; KEYS and UNIQ_KEY travel unchanged (index_keys: the
         # dispatcher decodes nothing)
-        return committed_fields(half, decoded, self.transaction_id_of(half.physical_offset), keys_of(decoded))
+        offset = half.physical_offset
+        taken = self._taken_id  # transaction_id_of(offset) when the decision took it under that id
+        transaction_id = taken[1] if taken[0] == offset else self.transaction_id_of(offset)
+        return committed_fields(half, decoded, transaction_id, keys_of(decoded))
 
     def _state_of(self, half_offset: int, queue_offset: int | None = None) -> TxnState:
         """The state of the half message at ``half_offset`` (``queue_offset``: its half-queue offset,
