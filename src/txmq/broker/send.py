@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from txmq.broker import delay_levels as levels_mod
 from txmq.broker.filtering import tag_hash
@@ -143,14 +143,23 @@ class LaneAppend(NamedTuple):
     durable: Awaitable[None]
 
 
-_HALF_TOPIC_BYTES = names.HALF_TOPIC.encode()
-_PREPARED = int(SysFlag.TRANSACTION_PREPARED)
+_HALF_TOPIC_BYTES: Final = names.HALF_TOPIC.encode()
+_PREPARED: Final = int(SysFlag.TRANSACTION_PREPARED)
+
+
+# a half's lane: the client properties it leaves to the general path (a delay, a delivery time, check
+# immunity: to_message judges them), and those it does not copy to the record (the system ones, which
+# it sets itself, and the ali-ons sharding key, which a transactional message drops)
+_HALF_DECLINED: Final = (props.DELAY, props.TIMER_DELIVER_MS, props.CHECK_IMMUNITY_TIME_IN_SECONDS)
+_HALF_DROPPED: Final = props.SYSTEM_KEYS | {"__SHARDING_KEY"}
+_TRANSACTION_TYPE: Final = MessageType.TRANSACTION.name
+_HALF_TYPE_PAIR: Final = f"{props.MESSAGE_TYPE}\x01{_TRANSACTION_TYPE}\x02"
+_HALF_FLAG_PAIR: Final = f"{props.TRAN_MSG}\x01true\x02"
 
 
 class HalfAppend(NamedTuple):
     """What :meth:`SendService.half_append` appended; answer it once ``durable`` completes."""
 
-    message: Message
     topic: TopicConfig
     fields: RecordFields  # the half's record, in RMQ_SYS_TRANS_HALF_TOPIC
     properties: dict[str, str]
@@ -186,7 +195,8 @@ class SendService:
         self._lane_queues: dict[tuple[str, int], MessageQueue] = {}
         # told of every half message stored (record, its properties, where it landed): the transaction
         # service keeps it for the END_TRANSACTION that follows, so the decision needs no log read
-        self.half_stored: Callable[[RecordFields, dict[str, str], AppendResult], None] | None = None
+        # (it answers the half's transaction id, which is also its offset message id)
+        self.half_stored: Callable[[RecordFields, dict[str, str], AppendResult], str] | None = None
 
     @property
     def timer_queue_count(self) -> int:
@@ -232,16 +242,102 @@ class SendService:
             ),
         )  # fmt: skip
         appended, durable = self._store.put_record_nowait(names.HALF_TOPIC, fields, shared)
-        half: HalfAppend = _new_tuple(HalfAppend, (message, topic, fields, properties, appended, durable))
+        half: HalfAppend = _new_tuple(HalfAppend, (topic, fields, properties, appended, durable))
+        return half
+
+    def half_lane_append(
+        self, topic_name: str, body: bytes, properties: dict[str, str], ctx: SendContext
+    ) -> HalfAppend | None:
+        """``half_append(to_message(topic_name, body, properties, sys_flag), ctx)`` for a 4.x half
+        (``sys_flag`` with TRANSACTION_PREPARED) straight from its decoded properties, without a
+        :class:`Message`: the same checks in the same order, the same queue choice, record and
+        errors (tests/property/test_half_lane.py). None, having done nothing, for a half that asks
+        for a delay, a delivery time or check immunity, names no message id, or whose body is not
+        ``bytes``: the caller then takes the general path."""
+        for key in _HALF_DECLINED:
+            if key in properties:
+                return None
+        message_id = properties.get(props.UNIQ_KEY)
+        if not message_id or type(body) is not bytes:
+            return None
+        tags = properties.get(props.TAGS) or None
+        keys_text = properties.get(props.KEYS, "")
+        keys = [k for k in keys_text.split(props.KEY_SEPARATOR) if k] if keys_text else []
+        # Message.validate (a half has no message group, delay or delivery time), then resolve
+        if topic_name not in self._lane_topics:
+            names.validate_topic(topic_name)
+            if len(self._lane_topics) < _LANE_TOPICS_MAX:
+                self._lane_topics.add(topic_name)
+        check_content(len(body), tags, keys, None)
+        topic = self._lane_resolve(topic_name, MessageType.TRANSACTION)
+        queue_id = self._queue_for(None, topic, ctx.queue_id)
+        now = self._clock.now_ms()
+        # _properties, then _half_properties: the user's properties in their order, then the system ones
+        # (none of which is a user's: the user's are the non-system ones)
+        record = {k: v for k, v in properties.items() if k not in _HALF_DROPPED}
+        user = "".join([f"{k}\x01{v}\x02" for k, v in record.items()]) if record else ""
+        if tags is not None:
+            record[props.TAGS] = tags
+        joined = ""
+        if keys:
+            joined = record[props.KEYS] = props.KEY_SEPARATOR.join(keys)
+        record[props.UNIQ_KEY] = message_id
+        group = ctx.producer_group
+        if group:
+            record[props.PRODUCER_GROUP] = group
+        record[props.MESSAGE_TYPE] = _TRANSACTION_TYPE
+        name = topic.name
+        queue = str(queue_id)
+        record[props.REAL_TOPIC] = name
+        record[props.REAL_QUEUE_ID] = queue
+        record[props.TRAN_MSG] = "true"
+        if not group:
+            record[props.PRODUCER_GROUP] = name
+        # props.encode(record), its fast path written out: the pairs in the record's order, in one text
+        tags_pair = "" if tags is None else f"{props.TAGS}\x01{tags}\x02"
+        keys_pair = f"{props.KEYS}\x01{joined}\x02" if keys else ""
+        group_pair = f"{props.PRODUCER_GROUP}\x01{group or name}\x02"
+        text = (
+            f"{user}{tags_pair}{keys_pair}{props.UNIQ_KEY}\x01{message_id}\x02{group_pair if group else ''}"
+            f"{_HALF_TYPE_PAIR}{props.REAL_TOPIC}\x01{name}\x02{props.REAL_QUEUE_ID}\x01{queue}\x02"
+            f"{_HALF_FLAG_PAIR}{'' if group else group_pair}"
+        )
+        data = b""
+        count = len(record)
+        if (
+            count <= limits.property_count_max
+            and text.count("\x01") == count
+            and text.count("\x02") == count
+            and "" not in record
+        ):
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError:
+                data = b""
+            if len(data) > limits.properties_bytes_max:
+                data = b""
+        if not data:
+            data = props.encode(record)  # anything unusual: its checks, and their error
+        keys.append(message_id)  # records.keys_of(record): the keys, then the message id
+        fields: RecordFields = _new_tuple(
+            RecordFields,
+            (
+                _HALF_TOPIC_BYTES, 0, body, data, now, 0, _PREPARED, now, ctx.born_host.encode(), 0, 0,
+                tuple(keys),
+            ),
+        )  # fmt: skip
+        appended, durable = self._store.put_record_nowait(names.HALF_TOPIC, fields, True)
+        half: HalfAppend = _new_tuple(HalfAppend, (topic, fields, record, appended, durable))
         return half
 
     def half_answer_fields(self, half: HalfAppend) -> tuple[str, int]:
         """For a :meth:`half_append` whose record is durable: hand the half to the transaction service
         (as :meth:`send` does) and give what its response carries: (offset message id, which is also
         the transaction id; the real queue id); a half's queue offset is 0. No SendResult."""
-        if self.half_stored is not None:
-            self.half_stored(half.fields, half.properties, half.appended)
-        offset_id = self._offset_id_prefix() + hex16(half.appended.physical_offset)
+        if self.half_stored is not None:  # it formats the id: once per half, not twice
+            offset_id = self.half_stored(half.fields, half.properties, half.appended)
+        else:
+            offset_id = self._offset_id_prefix() + hex16(half.appended.physical_offset)
         return offset_id, int(half.properties.get(props.REAL_QUEUE_ID, half.fields.queue_id))
 
     def prepare(self, message: Message, ctx: SendContext) -> tuple[TopicConfig, PutRequest]:

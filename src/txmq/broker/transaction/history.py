@@ -61,20 +61,10 @@ class TxnEvent:
         then ``source``, ``client``, ``decision``, ``detail`` when set, as ``json.dumps(doc,
         separators=(",", ":"), ensure_ascii=False)`` writes it, built as one string (once per decision:
         ~3x cheaper than the encoder; enum values are plain names, the free texts are JSON-escaped)."""
-        # each field read once; an enum's ``_value_`` (its value, a plain attribute) rather than the
-        # ``value`` property (interpreted): this runs once per decision
-        source, client, decision, detail = self.source, self.producer_client_id, self.decision, self.detail
-        text = f'{{"v":{ENCODING_VERSION},"kind":"{self.kind._value_}","txid":{_quote(self.transaction_id)},'
-        text += f'"at":{self.at_ms}'
-        if source is not None:
-            text += f',"source":"{source._value_}"'
-        if client is not None:
-            text += f',"client":{_quote(client)}'
-        if decision is not None:
-            text += f',"decision":"{decision._value_}"'
-        if detail:
-            text += f',"detail":{_quote(detail)}'
-        return (text + "}").encode()
+        return encode_event(
+            self.kind, self.transaction_id, self.at_ms, self.source, self.producer_client_id, self.decision,
+            self.detail,
+        )  # fmt: skip
 
     @staticmethod
     def decode(data: bytes) -> TxnEvent:
@@ -99,6 +89,30 @@ class TxnEvent:
             )
         except (KeyError, ValueError, TypeError) as exc:
             raise errors.CorruptRecord(f"transaction event is malformed: {exc!r}") from None
+
+
+def encode_event(
+    kind: EventKind,
+    transaction_id: str,
+    at_ms: int,
+    source: DecisionSource | None,
+    client: str | None,
+    decision: Decision | None,
+    detail: str,
+) -> bytes:
+    """:meth:`TxnEvent.encode` of the event with these fields, for a caller that holds them (the
+    decision: no attribute reads on the event). An enum's ``_value_`` (its value, a plain attribute)
+    rather than the ``value`` property (interpreted): this runs once per decision."""
+    text = f'{{"v":{ENCODING_VERSION},"kind":"{kind._value_}","txid":{_quote(transaction_id)},"at":{at_ms}'
+    if source is not None:
+        text += f',"source":"{source._value_}"'
+    if client is not None:
+        text += f',"client":{_quote(client)}'
+    if decision is not None:
+        text += f',"decision":"{decision._value_}"'
+    if detail:
+        text += f',"detail":{_quote(detail)}'
+    return (text + "}").encode()
 
 
 def _typed(doc: dict[str, Any], key: str, kind: type[Any]) -> Any:
@@ -132,6 +146,72 @@ class TxnRecord:
     conflicts: int = 0
 
 
+# A TxnEvent or TxnRecord built per decision without its interpreted ``__init__`` (slot_init's: an
+# interpreted frame calling one slot setter per field): the object made bare and each field stored
+# through its slot's own setter, as that ``__init__`` does, from compiled code. Same fields, so an
+# equal object (tests/property/test_txn_fast_init.py).
+# Final: compiled code reads them from C statics, not the module's dict.
+_bare: Final = object.__new__
+_EVENT_SET: Final = tuple(TxnEvent.__dict__[name].__set__ for name in TxnEvent.__slots__)
+_RECORD_SET: Final = tuple(TxnRecord.__dict__[name].__set__ for name in TxnRecord.__slots__)
+_E_KIND: Final = _EVENT_SET[0]
+_E_TXID: Final = _EVENT_SET[1]
+_E_AT: Final = _EVENT_SET[2]
+_E_SOURCE: Final = _EVENT_SET[3]
+_E_CLIENT: Final = _EVENT_SET[4]
+_E_DECISION: Final = _EVENT_SET[5]
+_E_DETAIL: Final = _EVENT_SET[6]
+_R_STATE: Final = _RECORD_SET[0]
+_R_STORED: Final = _RECORD_SET[1]
+_R_CHECKS: Final = _RECORD_SET[2]
+_R_LAST_CHECK: Final = _RECORD_SET[3]
+_R_DECIDED: Final = _RECORD_SET[4]
+_R_BY: Final = _RECORD_SET[5]
+_R_CONFLICTS: Final = _RECORD_SET[6]
+
+
+def new_event(
+    kind: EventKind,
+    transaction_id: str,
+    at_ms: int,
+    source: DecisionSource | None,
+    producer_client_id: str | None,
+    decision: Decision | None,
+    detail: str,
+) -> TxnEvent:
+    """``TxnEvent(kind, transaction_id, at_ms, source, producer_client_id, decision, detail)``."""
+    event: TxnEvent = _bare(TxnEvent)
+    _E_KIND(event, kind)
+    _E_TXID(event, transaction_id)
+    _E_AT(event, at_ms)
+    _E_SOURCE(event, source)
+    _E_CLIENT(event, producer_client_id)
+    _E_DECISION(event, decision)
+    _E_DETAIL(event, detail)
+    return event
+
+
+def new_record(
+    state: TxnState,
+    stored_ms: int | None,
+    checks_delivered: int,
+    last_check_ms: int | None,
+    decided_ms: int | None,
+    decided_by: DecisionSource | None,
+    conflicts: int,
+) -> TxnRecord:
+    """``TxnRecord(state, stored_ms, checks_delivered, last_check_ms, decided_ms, decided_by, conflicts)``."""
+    record: TxnRecord = _bare(TxnRecord)
+    _R_STATE(record, state)
+    _R_STORED(record, stored_ms)
+    _R_CHECKS(record, checks_delivered)
+    _R_LAST_CHECK(record, last_check_ms)
+    _R_DECIDED(record, decided_ms)
+    _R_BY(record, decided_by)
+    _R_CONFLICTS(record, conflicts)
+    return record
+
+
 def fold(events: Iterable[TxnEvent], start: TxnRecord | None = None) -> TxnRecord:
     """Apply events in order. Idempotent for repeated DECISION events; unknown orderings never raise."""
     record = start or TxnRecord()
@@ -155,7 +235,7 @@ def step(record: TxnRecord, event: TxnEvent) -> TxnRecord:
             return record
         # replace(record, state=..., decided_ms=..., decided_by=...) written out, positional (state,
         # stored_ms, checks_delivered, last_check_ms, decided_ms, decided_by, conflicts): once per transaction
-        return TxnRecord(
+        return new_record(
             outcome.state, record.stored_ms, record.checks_delivered, record.last_check_ms, event.at_ms,
             event.source, record.conflicts,
         )  # fmt: skip

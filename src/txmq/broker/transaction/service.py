@@ -44,7 +44,7 @@ from txmq.common.message import MessageView
 from txmq.storage.api import AppendResult, RecordFields, StoredRecord, StoredTuple
 
 from .decide import ActionKind, CheckPolicy, HalfView, decide, immunity_ms_from_property, next_due_ms
-from .history import EventKind, TxnEvent, TxnRecord, fold, step
+from .history import EventKind, TxnEvent, TxnRecord, encode_event, fold, new_event, step
 from .model import Decision, DecisionSource, OutcomeKind, TxnState, apply_decision
 from .rounds import START, DueSchedule, RoundCursor, plan_round
 
@@ -55,15 +55,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _FILE = "transactions.json"
-_HALF_PROPERTY = "__TXMQ_HALF"
+_HALF_PROPERTY: Final = "__TXMQ_HALF"
 _CURSOR_UNITS = 512
 _SAVE_EVERY_MS = 1_000
-_NEW = TxnRecord()  # frozen: one shared "nothing happened yet"
-_SEP, _END = props.NAME_VALUE_SEPARATOR, props.PROPERTY_SEPARATOR
-_OP_TOPIC_BYTES = names.OP_HALF_TOPIC.encode()
-_HALF_TOPIC_BYTES = names.HALF_TOPIC.encode()
-_OP_TAGS = f"{props.TAGS}{_SEP}d{_END}"
-_new_tuple = tuple.__new__
+_NEW: Final = TxnRecord()  # frozen: one shared "nothing happened yet"
+_SEP: Final = props.NAME_VALUE_SEPARATOR
+_END: Final = props.PROPERTY_SEPARATOR
+_OP_TOPIC_BYTES: Final = names.OP_HALF_TOPIC.encode()
+_HALF_TOPIC_BYTES: Final = names.HALF_TOPIC.encode()
+_OP_TAGS: Final = f"{props.TAGS}{_SEP}d{_END}"
+_new_tuple: Final = tuple.__new__
 
 
 _RESOLVED_MAX: Final = 65_536  # recently resolved halves remembered (far more than the index can lag)
@@ -139,10 +140,14 @@ class TransactionService:
         self._last_save_ms = 0
         self._saved_payload: bytes | None = None  # the snapshot last written
         self._deciding: dict[int, _DecisionTurn] = {}  # one decision at a time per half message
+        # the last kept half a decision took under its own id, and that id (transaction_id_of's value)
+        self._taken_id: tuple[int, str] = (-1, "")
         # halves just stored, by offset, as the log holds them (with their properties), until their
         # END_TRANSACTION takes them: the decision then reads nothing back (bounded, oldest out first)
         self._halves: OrderedDict[int, tuple[StoredTuple, dict[str, str]]] = OrderedDict()
         self._halves_bytes = 0  # their bodies and properties
+        # their transaction ids (as half_stored gave them) -> their offsets: parsing an id costs more
+        self._half_ids: dict[str, int] = {}
         # their bounds, read once (compiled code inlines limits' Final values: tests change these)
         self._halves_max = limits.transaction_half_cache_max
         self._halves_bytes_max = limits.transaction_half_cache_bytes_max
@@ -155,8 +160,15 @@ class TransactionService:
 
     # ---- identity ------------------------------------------------------------------------------
     def transaction_id_of(self, half_offset: int) -> str:
-        """The offset message id of the half message (``msgid.offset_message_id``, prefix cached)."""
-        return f"{self._txid_prefix}{half_offset:016X}"
+        """The offset message id of the half message (``msgid.offset_message_id``, prefix cached;
+        ``%`` formats in one C call where the f-string's format spec took four)."""
+        return self._txid_prefix + "%016X" % half_offset  # noqa: UP031 - one C call (compiled)
+
+    def kept_half_offset(self, transaction_id: str) -> int:
+        """The half offset ``transaction_id`` names when it is the id of a kept half as
+        :meth:`half_stored` gave it (what ``msgid.parse_offset_message_id`` reads out of it), else -1
+        (then parse it): a dict lookup instead of a hex parse per END_TRANSACTION."""
+        return self._half_ids.get(transaction_id, -1)
 
     def _half_offset(self, transaction_id: str) -> int:
         parsed = msgid.parse_offset_message_id(transaction_id)
@@ -164,20 +176,28 @@ class TransactionService:
             raise errors.InvalidTransactionId(f"{transaction_id!r} is not a txmq transaction id")
         return parsed[2]
 
-    def half_stored(self, fields: RecordFields, properties: dict[str, str], appended: AppendResult) -> None:
+    def half_stored(self, fields: RecordFields, properties: dict[str, str], appended: AppendResult) -> str:
         """Keep a half message the send path just stored (its write succeeded, so nothing rolls it
         back): the record :meth:`MessageStore.read` would return at ``appended.physical_offset``, and
         ``properties``, what ``fields.properties`` encodes. At most ``limits.transaction_half_cache_max``
-        halves and ``_bytes_max`` bytes (``_halves_max``, ``_halves_bytes_max``)."""
+        halves and ``_bytes_max`` bytes (``_halves_max``, ``_halves_bytes_max``). Returns its
+        transaction id (:meth:`transaction_id_of`), which names it to :meth:`kept_half_offset`."""
+        offset = appended.physical_offset
+        transaction_id = self.transaction_id_of(offset)
         size = len(fields.body) + len(fields.properties)
         if fields.topic != _HALF_TOPIC_BYTES or size > self._halves_bytes_max:
-            return
+            return transaction_id
         halves = self._halves
+        ids = self._half_ids
         while halves and (
             len(halves) >= self._halves_max or self._halves_bytes + size > self._halves_bytes_max
         ):  # the oldest out: O(1) (a dict's first key is a scan past the keys deleted before it)
-            old, _ = halves.popitem(last=False)[1]
+            old_offset, (old, _) = halves.popitem(last=False)
             self._halves_bytes -= len(old.body) + len(old.properties)
+            ids.pop(self.transaction_id_of(old_offset), None)
+        if len(ids) > 2 * self._halves_max:  # ids of halves taken under another spelling: a memo only
+            ids.clear()
+        ids[transaction_id] = offset
         self._halves_bytes += size
         # tuple.__new__: no interpreted __init__ (a StoredRecord's, a NamedTuple's __new__) per half
         record: StoredTuple = _new_tuple(
@@ -190,7 +210,8 @@ class TransactionService:
                 fields.prepared_transaction_offset,
             ),
         )  # fmt: skip
-        halves[appended.physical_offset] = (record, properties)
+        halves[offset] = (record, properties)
+        return transaction_id
 
     def _read_half(self, half_offset: int) -> StoredRecord:
         try:
@@ -278,6 +299,8 @@ class TransactionService:
         else:
             half, decoded = kept
             self._halves_bytes -= len(half.body) + len(half.properties)
+            if self._half_ids.pop(transaction_id, -1) == half_offset:  # its id as half_stored formatted it
+                self._taken_id = (half_offset, transaction_id)
         if message_id and decoded.get(props.UNIQ_KEY) not in (message_id, None):
             raise errors.InvalidTransactionId(
                 f"transaction {transaction_id} belongs to message {decoded.get(props.UNIQ_KEY)}, "
@@ -387,25 +410,30 @@ class TransactionService:
         state = self._state_of(half_offset, half.queue_offset)
         outcome = apply_decision(state, decision, source)
         now = self._clock.now_ms()
-        # positional (kind, transaction_id, at_ms, source, producer_client_id, decision): the cheaper call
-        event = TxnEvent(EventKind.DECISION, transaction_id, now, source, client_id or None, decision)
+        kind = EventKind.DECISION
+        detail = ""
         error: errors.TxmqError | None = None
         if outcome.kind is OutcomeKind.IGNORED_UNKNOWN:
             if not from_check:
                 return None
-            event = dataclasses.replace(event, kind=EventKind.CHECK_ANSWER)
+            kind = EventKind.CHECK_ANSWER
         elif outcome.kind is OutcomeKind.DUPLICATE:
             return None
         elif outcome.kind is OutcomeKind.CONFLICT:
             detail = f"{decision.value} rejected: already {state.value}"
-            event = dataclasses.replace(event, kind=EventKind.CONFLICT, detail=detail)
+            kind = EventKind.CONFLICT
             error = errors.Conflict(
                 f"transaction {transaction_id} was already {state.value.lower()}; {detail}"
             )
         elif outcome.late:
-            event = dataclasses.replace(event, detail="late decision on a discarded message")
-        op = self._op_record(half_offset, event)
-        if error is None and event.kind is EventKind.DECISION and decision is Decision.COMMIT:
+            detail = "late decision on a discarded message"
+        client = client_id or None
+        # positional (kind, transaction_id, at_ms, source, producer_client_id, decision, detail): the
+        # cheaper call; its body encoded from the same values (no attribute reads on the event)
+        event = new_event(kind, transaction_id, now, source, client, decision, detail)
+        body = encode_event(kind, transaction_id, now, source, client, decision, detail)
+        op = self._op_record(half_offset, event, body)
+        if error is None and kind is EventKind.DECISION and decision is Decision.COMMIT:
             records = [self._committed_record(half, decoded, now), op]
         else:
             records = [op]
@@ -427,7 +455,10 @@ class TransactionService:
         # the committed message names its transaction, so consumers (the Spark source's transaction_id)
         # can tell which transaction published it; KEYS and UNIQ_KEY travel unchanged (index_keys: the
         # dispatcher decodes nothing)
-        return committed_fields(half, decoded, self.transaction_id_of(half.physical_offset), keys_of(decoded))
+        offset = half.physical_offset
+        taken = self._taken_id  # transaction_id_of(offset) when the decision took it under that id
+        transaction_id = taken[1] if taken[0] == offset else self.transaction_id_of(offset)
+        return committed_fields(half, decoded, transaction_id, keys_of(decoded))
 
     def _state_of(self, half_offset: int, queue_offset: int | None = None) -> TxnState:
         """The state of the half message at ``half_offset`` (``queue_offset``: its half-queue offset,
@@ -456,16 +487,19 @@ class TransactionService:
         ]
         return events
 
-    def _op_record(self, half_offset: int, event: TxnEvent) -> tuple[str, RecordFields]:
+    def _op_record(
+        self, half_offset: int, event: TxnEvent, body: bytes | None = None
+    ) -> tuple[str, RecordFields]:
         """The op record of ``event`` as ``(topic, record fields)`` for ``put_fields_nowait`` (no
-        :class:`PutRequest`)."""
+        :class:`PutRequest`); ``body``: ``event.encode()`` when the caller has it."""
         key = op_key(half_offset)
         # props.encode({KEYS: key, _HALF_PROPERTY: str(o), TAGS: "d"}), written out: digits only
         properties = f"{props.KEYS}{_SEP}{key}{_END}{_HALF_PROPERTY}{_SEP}{half_offset}{_END}{_OP_TAGS}"
         fields: RecordFields = _new_tuple(
             RecordFields,
             (
-                _OP_TOPIC_BYTES, 0, event.encode(), properties.encode(), 0, 0, 0, event.at_ms, b"", 0, 0,
+                _OP_TOPIC_BYTES, 0, event.encode() if body is None else body, properties.encode(), 0, 0, 0,
+                event.at_ms, b"", 0, 0,
                 (key,),  # index_keys: what records.index_keys finds in these properties
             ),
         )  # fmt: skip

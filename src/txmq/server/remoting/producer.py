@@ -7,13 +7,14 @@ import logging
 from collections.abc import Coroutine
 from typing import Any, NamedTuple
 
-from txmq.broker.send import SendContext
+from txmq.broker.send import HalfAppend, SendContext, SendService
 from txmq.common import errors, msgid
 from txmq.common import properties as props
 from txmq.common.message import LeanMessage, Message, SendResult
 from txmq.protocol.remoting.codes import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
+    TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     ResponseCode,
 )
@@ -82,7 +83,13 @@ def send(
     once its group is durable (ASYNC: written at the end of this loop turn): no task per request.
     Any other send (transactional, delayed) is a coroutine the transport runs as a task."""
     header = parse_send_fields(request)
-    lane, messages = _messages(header, request.body, _is_batch(request, header))
+    batch = _is_batch(request, header)
+    text = header.properties
+    if text and not batch and header.sys_flag & TRANSACTION_PREPARED_TYPE:
+        half = _half_lane(ctx, request, header, text, endpoint)
+        if half is not None:
+            return half
+    lane, messages = _messages(header, request.body, batch)
     context = _context(header.producer_group, endpoint.peer, header.queue_id)
     if not lane:
         if len(messages) == 1 and messages[0].transactional:
@@ -108,13 +115,33 @@ def send(
 _new_tuple = tuple.__new__
 
 
+def _half_lane(
+    ctx: RemotingContext, request: RemotingCommand, header: SendFields, text: str, endpoint: RemotingEndpoint
+) -> Deferred | None:
+    """A 4.x half (TRANSACTION_PREPARED, one message) appended from its decoded properties, no
+    ``Message`` (``SendService.half_lane_append``); None when that declines it (nothing done, the
+    general path judges it). Body and properties are read as ``_messages`` reads them, same errors."""
+    body = request.body
+    if header.sys_flag & COMPRESSED_FLAG:
+        body = inflate(body, header.sys_flag)
+    properties = props.decode(_utf8(text))
+    context = _context(header.producer_group, endpoint.peer, header.queue_id)
+    sender = ctx.broker.sender
+    half = sender.half_lane_append(header.topic, body, properties, context)
+    return None if half is None else _half_answered(request, sender, half)
+
+
 def _send_half(
     ctx: RemotingContext, request: RemotingCommand, message: Message, context: SendContext
 ) -> Deferred:
     """A half message: appended here, answered from a callback once durable (no task), as
     ``broker.send`` would answer it."""
     sender = ctx.broker.sender
-    half = sender.half_append(message, context)
+    return _half_answered(request, sender, sender.half_append(message, context))
+
+
+def _half_answered(request: RemotingCommand, sender: SendService, half: HalfAppend) -> Deferred:
+    """The answer of an appended half, rendered once its record is durable."""
 
     def answer(exc: Exception | None) -> RemotingCommand | bytes:
         if exc is not None:
@@ -257,13 +284,15 @@ def end_transaction(
         raise errors.InvalidArgument(f"commitOrRollback {fields.commit_or_rollback} is not 0, 8 or 12")
     decision = _DECISIONS[fields.commit_or_rollback]
     transaction_id = fields.transaction_id
-    parsed = msgid.parse_offset_message_id(transaction_id)
-    half_offset = -1  # the service parses the id it builds below
-    if parsed is None:
-        # the Java client sends its own id here; the half message's commit-log offset is authoritative
-        transaction_id = ctx.broker.transactions.transaction_id_of(fields.commit_log_offset)
-    else:
-        half_offset = parsed[2]  # what the service would parse out of transaction_id again
+    transactions = ctx.broker.transactions
+    half_offset = transactions.kept_half_offset(transaction_id)  # a kept half's id: no parse
+    if half_offset < 0:
+        parsed = msgid.parse_offset_message_id(transaction_id)
+        if parsed is None:
+            # the Java client sends its own id here; the half message's commit-log offset is authoritative
+            transaction_id = transactions.transaction_id_of(fields.commit_log_offset)
+        else:
+            half_offset = parsed[2]  # what the service would parse out of transaction_id again
     try:
         started = ctx.broker.end_transaction_nowait(
             topic=fields.topic, message_id=fields.msg_id, transaction_id=transaction_id,
