@@ -76,5 +76,7 @@ def parse_offset_message_id(message_id: str) -> tuple[str, int, int] | None:
         raw = bytes.fromhex(message_id)
     except ValueError:
         return None
+    if len(raw) != 16:  # fromhex skips whitespace: 32 characters with spaces are fewer bytes
+        return None
     port, offset = struct.unpack(">iq", raw[4:])
     return socket.inet_ntoa(raw[:4]), port, offset
