@@ -428,8 +428,8 @@ class TransactionService:
         elif outcome.late:
             detail = "late decision on a discarded message"
         client = client_id or None
-        # positional (kind, transaction_id, at_ms, source, producer_client_id, decision, detail): the
-        # cheaper call; its body encoded from the same values (no attribute reads on the event)
+        # the event built by its slot setters (no interpreted __init__), and its op record body encoded
+        # from the same values (no attribute reads on the event): both take the fields in this order
         event = new_event(kind, transaction_id, now, source, client, decision, detail)
         body = encode_event(kind, transaction_id, now, source, client, decision, detail)
         op = self._op_record(half_offset, event, body)
