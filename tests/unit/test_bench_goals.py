@@ -71,6 +71,28 @@ def test_goals_cli_reads_a_saved_session(tmp_path: Path) -> None:
     assert "| yes |" in line
 
 
+def test_goals_and_report_take_the_saved_file_too_and_refuse_anything_else(tmp_path: Path) -> None:
+    import typer
+
+    from txmq.cli.bench import register
+
+    runs = [{**_row("single-1", "txmq-sync"), "throughput_msg_s": 3000.0, "round": 1}]
+    saved = tmp_path / "compare.json"
+    saved.write_text(json.dumps({"baseline": "txmq-sync", "runs": runs}))
+    app = typer.Typer()
+    register(app)
+    runner = CliRunner()
+    assert runner.invoke(app, ["bench", "goals", str(saved)]).exit_code == 0
+    assert runner.invoke(app, ["bench", "report", str(saved), "--markdown"]).exit_code == 0
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "compare.json").write_text("[1, 2]")
+    for wrong in (tmp_path / "missing", tmp_path / "other"):
+        outcome = runner.invoke(app, ["bench", "goals", str(wrong)])
+        assert outcome.exit_code == 2, outcome.output  # a usage error with its reason, no traceback
+        assert "compare" in outcome.output
+        assert not isinstance(outcome.exception, (OSError, ValueError))
+
+
 async def test_raw_disk_reference_driver() -> None:
     driver = DiskGroupCommitDriver()
     assert driver.describe().fsync_before_ack

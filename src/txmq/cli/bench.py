@@ -162,18 +162,16 @@ def list_command() -> None:
 
 
 def report_command(
-    directory: Annotated[Path, typer.Argument(help="a directory holding compare.json")],
+    directory: Annotated[Path, typer.Argument(help="a directory holding compare.json, or the file")],
     baseline: Annotated[str | None, typer.Option(help="system the ratios divide by")] = None,
     markdown: Annotated[bool, typer.Option(help="print a Markdown table (for a results README)")] = False,
 ) -> None:
     """Re-summarize a saved compare.json (e.g. with another baseline); redraw compare.png."""
     ensure_harness_importable()
-    import json
-
     from benchmarks.harness.compare import summarize
     from benchmarks.harness.report import draw_chart, render_markdown, render_table
 
-    document = json.loads((directory / "compare.json").read_text())
+    directory, document = _saved_session(directory)
     base = baseline or str(document["baseline"])
     rows = summarize(document["runs"], base)
     if markdown:
@@ -187,18 +185,31 @@ def report_command(
 
 
 def goals_command(
-    directory: Annotated[Path, typer.Argument(help="a directory holding compare.json")],
+    directory: Annotated[Path, typer.Argument(help="a directory holding compare.json, or the file")],
 ) -> None:
     """Issue 8's goals, goal by goal, from a saved compare.json: txmq's ratio to each peer, met or not."""
     ensure_harness_importable()
-    import json
-
     from benchmarks.harness.compare import summarize
     from benchmarks.harness.goals import judge_all, markdown
 
-    document = json.loads((directory / "compare.json").read_text())
+    _, document = _saved_session(directory)
     rows = summarize(document["runs"], str(document["baseline"]))
     print(markdown(judge_all(rows)))
+
+
+def _saved_session(path: Path) -> tuple[Path, dict[str, Any]]:
+    """(its directory, the document) of a saved ``compare`` session: ``path`` is the directory
+    ``compare --out`` wrote or its ``compare.json``; anything else is a usage error, not a traceback."""
+    import json
+
+    file = path if path.is_file() else path / "compare.json"
+    try:
+        document = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise typer.BadParameter(f"{path}: no readable compare.json ({exc})") from exc
+    if not isinstance(document, dict) or "runs" not in document or "baseline" not in document:
+        raise typer.BadParameter(f"{file}: not a saved compare session (no runs or baseline)")
+    return file.parent, document
 
 
 def register(app: typer.Typer) -> None:
