@@ -61,8 +61,13 @@ class Dispatcher:
             self._abandon(touched)
             self.log.fence(f"writing a ConsumeQueue or the index failed: {exc}")
             raise StoreFenced(f"the store is read-only until restarted: {self.log.fence_reason}") from exc
-        except BaseException:
+        except BaseException as exc:
+            # a bug (not the disk): the records popped from ``pending`` so far are neither in their
+            # queues nor queued any more, so this store can no longer make them visible. Refuse
+            # writes until a restart rebuilds the queues and the index from the log, and let the
+            # error surface, rather than serve consumers a log with a silent hole.
             self._abandon(touched)
+            self.log.fence(f"dispatching appended records failed: {exc!r}")
             raise
         self.dispatched_offset = entry.physical_offset + entry.size
         for (topic, queue_id), queue in touched.items():
