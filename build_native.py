@@ -65,6 +65,7 @@ NATIVE_MODULES: list[str] = [
     "txmq.common.message",
     "txmq.common.properties",
     "txmq.common.msgid",
+    "txmq.common.completion",
     "txmq.spark.rows",
 ]
 

@@ -28,6 +28,7 @@ from functools import partial
 from typing import Any, Final, NamedTuple
 
 from txmq.common import errors
+from txmq.common.completion import Completion
 from txmq.protocol.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.protocol.remoting.connection import (
@@ -75,7 +76,7 @@ class RemotingEndpoint(asyncio.Protocol):
         self._deferred = 0  # requests waiting on a Deferred (they count for back-pressure like tasks)
         # the requests waiting on the last Deferred's future, answered by one done callback: appends
         # of one group share their future (``shared`` waiters), so a read's sends share a callback
-        self._deferred_future: asyncio.Future[None] | None = None
+        self._deferred_future: asyncio.Future[None] | Completion | None = None
         self._deferred_waiting: list[
             tuple[RemotingCommand, Callable[[Exception | None], RemotingCommand | bytes]]
         ] = []
@@ -213,8 +214,10 @@ class RemotingEndpoint(asyncio.Protocol):
 
     def _defer(self, request: RemotingCommand, deferred: Deferred) -> None:
         durable = deferred.durable
-        if not isinstance(durable, asyncio.Future):  # already durable (an awaitable that is done)
-            self._settle(request, deferred.finish, None)
+        # a Completion (a SYNC group's shared waiter) runs _settle_all inside the callback that makes
+        # the group durable, before the group's dispatch: the answers are written then and there
+        if type(durable) is not Completion and not isinstance(durable, asyncio.Future):
+            self._settle(request, deferred.finish, None)  # already durable (an awaitable that is done)
             return
         self._deferred += 1
         if durable is self._deferred_future and not durable.done():
@@ -228,9 +231,12 @@ class RemotingEndpoint(asyncio.Protocol):
     def _settle_all(
         self,
         waiting: list[tuple[RemotingCommand, Callable[[Exception | None], RemotingCommand | bytes]]],
-        durable: asyncio.Future[None],
+        durable: asyncio.Future[None] | Completion,
     ) -> None:
-        """Answer, in order, every deferred request that waited on ``durable`` (a done callback)."""
+        """Answer, in order, every deferred request that waited on ``durable`` (a done callback), and
+        write the answers now, not at the end of the loop turn: run by a ``Completion``, this is the
+        group commit's completing callback, which dispatches the group right after (the answers do
+        not wait for the ConsumeQueue writes); run by a future, this is already a turn of its own."""
         if self._deferred_waiting is waiting:
             self._deferred_future, self._deferred_waiting = None, []
         self._deferred -= len(waiting)
@@ -241,8 +247,12 @@ class RemotingEndpoint(asyncio.Protocol):
         else:
             failure = durable.exception()
             exc = failure if failure is None or isinstance(failure, Exception) else RuntimeError(failure)
-        for request, finish in waiting:
-            self._answer(request, finish, exc)
+        self._flush_scheduled = True  # queued by _answer without scheduling a flush: written below
+        try:
+            for request, finish in waiting:
+                self._answer(request, finish, exc)
+        finally:
+            self._flush()
 
     def _settle(
         self,

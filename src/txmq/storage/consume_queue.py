@@ -225,6 +225,13 @@ class ConsumeQueue:
                 file.handle.sync()
         self._dirty.clear()
 
+    def take_dirty(self) -> list[str]:
+        """The paths :meth:`sync` would sync, for a sync elsewhere (``FileSystem.sync_path``, on the
+        checkpoint's thread); they count as synced from now on (the caller fences if it fails)."""
+        paths = [file.path for file in self.files if file.path in self._dirty]
+        self._dirty.clear()
+        return paths
+
     # -- reading
     def units(self, queue_offset: int, max_count: int) -> list[QueueUnit]:
         invariant(not self._pending, "read only with nothing buffered")
@@ -350,6 +357,13 @@ class ConsumeQueueSet:
     def sync(self) -> None:
         for queue in self.queues.values():
             queue.sync()
+
+    def take_dirty(self) -> list[str]:
+        """Every queue's :meth:`ConsumeQueue.take_dirty`."""
+        paths: list[str] = []
+        for queue in self.queues.values():
+            paths += queue.take_dirty()
+        return paths
 
     def close(self) -> None:
         for queue in self.queues.values():

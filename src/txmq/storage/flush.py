@@ -4,8 +4,10 @@ Appends in SYNC mode register a future resolved once ``flushed_offset`` reaches 
 The first append of a group schedules one flush step (``call_soon``: appends of the same loop turn
 join the group; after a group of several appenders it waits ``limits.flush_defer_turns`` more turns,
 so the other producers' next appends join too). The step writes the CommitLog's buffered group (one
-``write``), takes the dirty segments and fsyncs them, then dispatches and resolves every covered
-waiter. While the disk is not very slow (a moving average of fsync time at most
+``write``), takes the dirty segments and fsyncs them, then resolves every covered waiter and
+dispatches, in that order and in the same call (``complete``): the remoting door's answers, which wait
+on the group's shared ``Completion``, are written before the ConsumeQueue and index writes, and no
+request is read before those are done. While the disk is not very slow (a moving average of fsync time at most
 ``limits.flush_inline_sync_us_max`` for a lone append, or the much lower
 ``flush_inline_shared_sync_us_max`` for a group of several appends, whose producers' next requests a
 blocked loop would not read meanwhile) the fsync runs on
@@ -47,6 +49,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from txmq.common import limits
+from txmq.common.completion import Completion
 from txmq.common.errors import DiskFull, StorageError, StoreFenced
 from txmq.common.invariant import invariant
 from txmq.storage.commitlog import CommitLog
@@ -65,7 +68,9 @@ class Done:
 DONE = Done()
 _LOG = logging.getLogger(__name__)
 PREPARE_GROUP_BYTES_MAX = 64 * 1024  # groups larger on average: no zero-filling ahead
-_Group = list[asyncio.Future[None]]
+# a group's waiters: one future per awaiting appender, plus at most one Completion shared by the
+# appenders that only add done callbacks (``waiter(shared=True)``)
+_Group = list[asyncio.Future[None] | Completion]
 # A job for the fsync thread: the segments of a group to fsync (with the group's target offset), or a
 # segment file to zero-fill ahead up to the length given; the future settles with the microseconds
 # the fsync took or the bytes the zero-fill wrote.
@@ -73,7 +78,8 @@ _Job = tuple[list[Segment] | SegmentFile, int, asyncio.Future[int]]
 
 
 def _settle(group: _Group, exc: BaseException | None) -> None:
-    """Resolve (``exc`` None) or fail every waiter of a group still waiting."""
+    """Resolve (``exc`` None) or fail every waiter of a group still waiting (a resolved
+    ``Completion`` runs its callbacks now, a future's run from the loop)."""
     for future in group:
         if not future.done():
             if exc is None:
@@ -136,7 +142,8 @@ class GroupCommit:
         self._open: _Group | None = None  # appends still in the CommitLog's buffer
         # the open group's one future for waiters that never await it (``waiter(shared=True)``: done
         # callbacks only, so nothing can cancel it), kept with the group it belongs to
-        self._shared: tuple[_Group, asyncio.Future[None]] | None = None
+        # (SYNC mode: a ``Completion``, whose callbacks run as the group completes, before its dispatch)
+        self._shared: tuple[_Group, asyncio.Future[None] | Completion] | None = None
         self.wake = asyncio.Event()  # set when a group opens and no loop flushes automatically
         # SYNC mode, once start_auto ran: the loop that flushes, whether a flush step is scheduled or
         # running (a later group waits for it), the fsync running in a thread, fsync time average.
@@ -156,8 +163,9 @@ class GroupCommit:
         self._completed_cpu_ns = 0  # ... and the loop thread's CPU time
         self.inline_sync_us_max: float = limits.flush_inline_sync_us_max  # < 0: always in a thread
         self._timer_ns = timer_ns
-        # Called with the new flushed offset before any waiter is resolved, so what an acknowledged
-        # append wrote is already dispatched (visible to consumers) when its sender resumes.
+        # Called with the new flushed offset right after the groups it covers were resolved, in the
+        # same call (``complete``): the shared waiters' answers go out first, and what an acknowledged
+        # append wrote is dispatched (visible to consumers) before the loop reads another request.
         self.on_durable: Callable[[int], object] | None = None
         # ASYNC mode: called after a group was written, before its waiters are resolved (dispatch).
         self.on_written: Callable[[], object] | None = None
@@ -166,11 +174,14 @@ class GroupCommit:
 
     def waiter(
         self, end_offset: int, shared: bool = False, running: asyncio.AbstractEventLoop | None = None
-    ) -> asyncio.Future[None] | Done:
+    ) -> asyncio.Future[None] | Completion | Done:
         """An awaitable completed once ``end_offset`` is durable (ASYNC: written), needing a running
         loop if it is not yet (``running``: the caller knows it). ``shared``: the caller only adds
         done callbacks (never awaits it, so never cancels it): every such waiter of the open group
-        gets the group's one future."""
+        gets the group's one waiter; in SYNC mode a ``Completion``, whose callbacks (the remoting
+        door's answers) run inside the callback that completes the group, before its dispatch
+        (:meth:`complete`). ASYNC mode keeps a future: its groups complete inside a CommitLog write,
+        which may run in the middle of an append (a batch moving to a new segment)."""
         if end_offset <= self.flushed_offset:
             return DONE
         if self.ack_on_write and end_offset <= self.log.written_offset:
@@ -196,10 +207,12 @@ class GroupCommit:
             pair = self._shared
             if pair is not None and pair[0] is self._open:
                 return pair[1]
-            future = loop.create_future()
-            self._open.append(future)
-            self._shared = (self._open, future)
-            return future
+            one: asyncio.Future[None] | Completion = (
+                loop.create_future() if self.ack_on_write else Completion(loop)
+            )
+            self._open.append(one)
+            self._shared = (self._open, one)
+            return one
         future = loop.create_future()
         self._open.append(future)
         return future
@@ -423,6 +436,16 @@ class GroupCommit:
             segment.handle.sync()
 
     def complete(self, target: int) -> None:
+        """``target`` is durable: resolve the groups it covers, then dispatch (``on_durable``).
+
+        Answer first, then dispatch, in this one call: the shared waiters' callbacks (the remoting
+        door writes its answers) run while the groups are resolved, before the ConsumeQueue and index
+        writes; the futures' callbacks and the coroutines awaiting them run from the loop, after
+        this call, so after the dispatch. Nothing yields in between, so any request read after an
+        answer went out (a pull right after the send's ack) is handled after the dispatch: what an
+        acknowledged append wrote is visible to it. If the dispatch fails (the store fences), the
+        resolved waiters stay acknowledged: their records are durable in the CommitLog, and recovery
+        dispatches them again at the next start."""
         invariant(target >= self.flushed_offset, "the flushed offset never goes back")
         self.group_bytes_ema += (
             target - self.flushed_offset - self.group_bytes_ema
@@ -431,11 +454,11 @@ class GroupCommit:
         self.flush_count += 1
         self._completed_ns = self._timer_ns()
         self._completed_cpu_ns = time.thread_time_ns()
-        if self.on_durable is not None:
-            self.on_durable(target)
         taken = self._taken
         while taken and taken[0][0] <= target:
             _settle(taken.popleft()[1], None)
+        if self.on_durable is not None:
+            self.on_durable(target)
 
     def fail(self, exc: OSError) -> StoreFenced:
         """Fence the store and fail every waiter; returns the error to raise."""

@@ -70,6 +70,12 @@ class FileSystem(Protocol):
 
     def sync_dir(self, path: str) -> None: ...
 
+    def sync_path(self, path: str) -> None:
+        """fdatasync the file at ``path`` through a descriptor of its own (the checkpoint does it on
+        a worker thread while the loop keeps writing the file through its handle); a file removed
+        meanwhile is skipped."""
+        ...
+
     def free_bytes(self, path: str) -> int | None:
         """Space left for new data on the file system holding ``path`` (None: unknown, unlimited)."""
         ...
@@ -156,6 +162,17 @@ class OsFileSystem:
         fd = os.open(path, os.O_RDONLY)
         try:
             os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def sync_path(self, path: str) -> None:
+        # fdatasync acts on the file, not the descriptor: the pages the loop's handle wrote are covered
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return  # retired meanwhile: nothing of it is needed any more
+        try:
+            os.fdatasync(fd)
         finally:
             os.close(fd)
 
@@ -312,6 +329,12 @@ class FaultyFileSystem:
 
     def sync_dir(self, path: str) -> None:
         self.before_sync()
+
+    def sync_path(self, path: str) -> None:
+        file = self.files.get(posixpath.normpath(path))
+        if file is not None:
+            self.before_sync()
+            file.durable = bytes(file.data)
 
     def free_bytes(self, path: str) -> int | None:
         return self.space_left

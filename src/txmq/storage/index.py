@@ -314,6 +314,13 @@ class KeyIndex:
                     file.handle.sync()
         self._dirty = False
 
+    def take_dirty(self) -> list[str]:
+        """The paths :meth:`sync` would sync, for a sync elsewhere (as ``ConsumeQueue.take_dirty``)."""
+        if not self._dirty:
+            return []
+        self._dirty = False
+        return [file.path for file in self.files if file.handle is not None]
+
     def lookup(self, key: str, max_count: int, begin_ms: int, end_ms: int, min_offset: int) -> list[int]:
         """Newest-first log offsets for ``key`` within [begin_ms, end_ms], at most ``max_count``."""
         hashed = key_hash(key)

@@ -114,6 +114,7 @@ class MessageStore:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._inflight: asyncio.Future[None] | None = None
+        self._checkpointing: asyncio.Future[None] | None = None  # a checkpoint's writes on a worker thread
         # what the last checkpoint recorded (offsets and queue ends): an unchanged one is not written
         self._checkpointed: tuple[int, int, tuple[tuple[str, int, int], ...] | None] | None = None
         # Deterministic simulation hook: with no background tasks (``start`` never called), every
@@ -194,9 +195,16 @@ class MessageStore:
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
+            # a task that died of an error was logged and fenced the store (_on_task_done): close anyway
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        checkpointing, self._checkpointing = self._checkpointing, None
+        if checkpointing is not None:  # never write the checkpoint file from two threads at once
+            try:
+                await checkpointing
+            except Exception as exc:  # noqa: BLE001 - its files may not be durable: no checkpoint after it
+                self._log.fence(f"a checkpoint failed: {exc!r}")
         synced = self._commit.stop_auto()
         if synced is not None:
             with contextlib.suppress(Exception):  # its failure fenced the store and told its waiters
@@ -242,11 +250,28 @@ class MessageStore:
                 return
 
     async def _checkpoint_loop(self) -> None:
+        """Every interval: a checkpoint. On the real disk its fsyncs (queue and index files, the
+        checkpoint file and its directory) run on a worker thread, not on the loop (a latency spike
+        every second otherwise); what it records was taken on the loop before them, so it never claims
+        more than is durable. A failure ends the task, which fences the store (``_on_task_done``)."""
+        loop = asyncio.get_running_loop()
+        off_loop = isinstance(self.fs, OsFileSystem)  # the simulated file systems are not thread-safe
         while True:
             await asyncio.sleep(self.config.checkpoint_interval_ms / 1000)
             if self._log.fence_reason is not None:
                 return
-            self.checkpoint()
+            if not off_loop:
+                self.checkpoint()
+                continue
+            plan = self._plan_checkpoint()
+            if plan is None:
+                continue
+            paths, checkpoint, state = plan
+            written = loop.run_in_executor(None, self._write_checkpoint, paths, checkpoint)
+            self._checkpointing = written
+            await asyncio.shield(written)  # a close cancelling this task awaits it itself
+            self._checkpointing = None
+            self._checkpointed = state
 
     # ---------------------------------------------------------------------------------- stepping
     def run_once(self) -> int:
@@ -265,20 +290,43 @@ class MessageStore:
     def checkpoint(self) -> None:
         """Make ConsumeQueues and the index durable, then record how far they go (unless the last
         checkpoint recorded the same: the checkpoint task runs every second, idle or not)."""
-        if self._log.fence_reason is not None:
+        plan = self._plan_checkpoint()
+        if plan is None:
             return
+        paths, checkpoint, state = plan
+        self._write_checkpoint(paths, checkpoint)
+        self._checkpointed = state
+
+    def _plan_checkpoint(
+        self,
+    ) -> tuple[list[str], Checkpoint | None, tuple[int, int, tuple[tuple[str, int, int], ...] | None]] | None:
+        """On the loop: what a checkpoint records, taken before anything is synced: the queue and
+        index files written since the last one (every unit and entry of a record before the
+        dispatched offset was written to them already: dispatch writes before it advances), and the
+        checkpoint if it says something new. None: nothing to do."""
+        if self._log.fence_reason is not None:
+            return None
         flushed = self._commit.flushed_offset
         dispatched = min(self._dispatcher.dispatched_offset, flushed)
-        self._queues.sync()
-        self._index.sync()
+        paths = self._queues.take_dirty() + self._index.take_dirty()
         ends = None
         if dispatched == self._dispatcher.dispatched_offset:  # the queues hold exactly what is before it
             ends = tuple((t, q, queue.max_offset) for (t, q), queue in self._queues.queues.items())
-        if (dispatched, flushed, ends) == self._checkpointed:
-            return  # an idle store writes nothing (the file on disk says the same; its time is unused)
-        checkpoint = Checkpoint(dispatched, flushed, self.clock.now_ms(), ends)
-        save_checkpoint(self.fs, self.config.data_dir, checkpoint)
-        self._checkpointed = (dispatched, flushed, ends)
+        state = (dispatched, flushed, ends)
+        checkpoint = None
+        if state != self._checkpointed:  # an idle store writes nothing (the file on disk says the same)
+            checkpoint = Checkpoint(dispatched, flushed, self.clock.now_ms(), ends)
+        if not paths and checkpoint is None:
+            return None
+        return paths, checkpoint, state
+
+    def _write_checkpoint(self, paths: list[str], checkpoint: Checkpoint | None) -> None:
+        """Sync the files a plan named, then save its checkpoint: on the loop (``checkpoint``) or, for
+        the real disk, on a worker thread (``_checkpoint_loop``) while the loop keeps serving."""
+        for path in paths:
+            self.fs.sync_path(path)
+        if checkpoint is not None:
+            save_checkpoint(self.fs, self.config.data_dir, checkpoint)
 
     def _visible_limit(self) -> int:
         return self._commit.flushed_offset if self._sync else self._log.written_offset
