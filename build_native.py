@@ -74,6 +74,8 @@ NATIVE_MODULES: list[str] = [
 # relative to src/. Recorded in the same manifest: a changed .c is a stale build, as a changed .py is.
 C_MODULES: dict[str, str] = {
     "txmq.storage._batchenc": "txmq/storage/_batchenc.c",  # batched append: encode, CRC32C, key digests
+    # a plain SEND_BATCH_MESSAGE body straight into the send lane's columns
+    "txmq.server.remoting._lanescan": "txmq/server/remoting/_lanescan.c",
 }
 
 

@@ -3,7 +3,9 @@ batch encoder against ``codec.encode_batch_into_py`` and ``codec.encode`` record
 same offsets, nothing written outside the batch, a short buffer refused and never overrun, a size
 that is not its record's refused, an out-of-range field refused as struct does), CRC32C (SSE4.2 and
 table) against ``crc32c.crc32c``, the blake2b-8 key digests against hashlib, the index entries
-against ``ENTRY``, the send lane's offset message ids against ``_HEX16``.
+against ``ENTRY``, the send lane's offset message ids against ``_HEX16``, a run's ConsumeQueue units
+against ``consume_queue.pack_units_py``, the key index's head extended in C against
+``ActiveEntries.extend_new``.
 
 Skipped where the extension is not built (a pure install, ``TXMQ_PURE=1``): the Python paths are then
 the ones that run, and ``test_batch_append.py`` holds them to ``codec.encode``."""
@@ -26,7 +28,8 @@ from hypothesis import strategies as st
 from tests.conftest import subprocess_env
 from txmq.broker.send import _HEX16, _hex16s, offset_ids
 from txmq.storage import codec
-from txmq.storage.index import key_digests_py, key_hash, key_hashes
+from txmq.storage.consume_queue import pack_units, pack_units_py
+from txmq.storage.index import ActiveEntries, key_digests_py, key_hash, key_hashes
 from txmq.storage.index_sealed import ENTRY
 
 NATIVE: Any = codec.BATCHENC
@@ -278,3 +281,87 @@ def test_offset_ids_refuse_what_is_not_an_offset() -> None:
         NATIVE.offset_ids("P", ["1"])
     with pytest.raises(TypeError):
         NATIVE.offset_ids(b"P", [1])
+
+
+_I64 = st.integers(-(1 << 63), (1 << 63) - 1)
+_I32 = st.integers(-(1 << 31), (1 << 31) - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    units=st.lists(st.tuples(_I64, _I32, _I64), min_size=1, max_size=12),
+    bad=st.sampled_from([None, None, None, "offset", "size", "code", "type"]),
+)
+def test_pack_units_packs_what_the_struct_packs(units: list[tuple[int, int, int]], bad: str | None) -> None:
+    """``pack_units`` (a run's ConsumeQueue units in one C call) against ``pack_units_py``: the same
+    bytes, and a value out of a field's range refused with struct.error as struct refuses it."""
+    offsets, sizes, codes = (list(column) for column in zip(*units, strict=True))
+    where = len(units) - 1
+    if bad == "offset":
+        offsets[where] = 1 << 63
+    elif bad == "size":
+        sizes[where] = 1 << 31
+    elif bad == "code":
+        codes[where] = -(1 << 63) - 1
+    elif bad == "type":
+        sizes[where] = "1"  # type: ignore[call-overload]
+    if bad is None or where == 0:  # the first unit is put_run's own, never packed here
+        want = pack_units_py(offsets, sizes, codes)
+        assert NATIVE.pack_units(offsets, sizes, codes, 1) == want
+        assert pack_units(offsets, sizes, codes) == want
+        if bad is not None:
+            return
+        assert NATIVE.pack_units(offsets, sizes, codes, 0) == b"".join(
+            struct.pack(">qiq", *unit) for unit in zip(offsets, sizes, codes, strict=True)
+        )
+        return
+    with pytest.raises(struct.error):
+        pack_units_py(offsets, sizes, codes)
+    with pytest.raises(struct.error):
+        NATIVE.pack_units(offsets, sizes, codes, 1)
+
+
+def test_pack_units_refuses_columns_of_different_lengths() -> None:
+    with pytest.raises(ValueError):
+        NATIVE.pack_units([1, 2], [3], [4, 5], 1)
+    with pytest.raises(ValueError):
+        NATIVE.pack_units([1, 2], [3, 4], [4, 5], 3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    present=st.lists(st.integers(0, 40), max_size=6),
+    fresh=st.lists(st.integers(0, 40), min_size=1, max_size=12),
+    big=st.booleans(),
+)
+def test_head_extend_extends_the_head_as_extend_new(present: list[int], fresh: list[int], big: bool) -> None:
+    """``ActiveEntries.extend_digests`` (the head extended in C) against ``extend_new``: the same
+    answer, and the same head (items in the same order) and arrays after it, when a hash is already
+    there, repeats in the batch, or is fresh; hashes with the top bit set read as unsigned."""
+    top = (1 << 63) if big else 0
+    hashes = [top | (h * 0x9E3779B97F4A7C15 % (1 << 63)) for h in fresh]
+    digests = b"".join(h.to_bytes(8, "big") for h in hashes)
+    offsets = list(range(1000, 1000 + len(hashes)))
+    python, native = ActiveEntries(), ActiveEntries()
+    for entries in (python, native):
+        for i, h in enumerate(present):
+            entries.append(top | (h * 0x9E3779B97F4A7C15 % (1 << 63)), 10 + i, 7)
+    fits = len(set(hashes)) == len(hashes) and not set(hashes) & set(python.head)
+    want = python.extend_new(hashes, offsets, 9)
+    got = native.extend_digests(digests, offsets, 9)
+    assert got == want == fits
+    assert list(native.head.items()) == list(python.head.items())
+    assert (native.offsets, native.stamps, native.previous) == (
+        python.offsets,
+        python.stamps,
+        python.previous,
+    )
+
+
+def test_head_extend_refuses_digests_that_are_not_whole() -> None:
+    head: dict[int, int] = {}
+    with pytest.raises(ValueError):
+        NATIVE.head_extend(head, b"x" * 9, 0)
+    with pytest.raises(TypeError):
+        NATIVE.head_extend([], b"x" * 8, 0)
+    assert head == {}

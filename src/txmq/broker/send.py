@@ -97,6 +97,13 @@ _LANE_SET_KEYS = frozenset(
 )
 
 
+# a batch's columns read straight from a request (SendService.lane_columns): bodies, each record's
+# properties as the lane lays them out, tags codes, index keys, message ids, and the bodies' total
+LaneScan = tuple[
+    tuple[bytes, ...], tuple[bytes, ...], tuple[int, ...], tuple[tuple[str, ...], ...], list[str], int
+]
+
+
 class LaneSent(NamedTuple):
     """Where a batch of the send lane went, as columns (no :class:`SendResult` per message)."""
 
@@ -193,6 +200,7 @@ class SendService:
         self._lane_topics: set[str] = set()
         self._lane_resolved: dict[tuple[str, MessageType], TopicConfig] = {}
         self._lane_queues: dict[tuple[str, int], MessageQueue] = {}
+        self._lane_tails: dict[str | None, bytes | None] = {}  # producer group -> lane_tail
         # told of every half message stored (record, its properties, where it landed): the transaction
         # service keeps it for the END_TRANSACTION that follows, so the decision needs no log read
         # (it answers the half's transaction id, which is also its offset message id)
@@ -692,6 +700,67 @@ class SendService:
         )  # fmt: skip
         appended, durable = self._store.put_columns(topic_name, columns)
         ids = offset_ids(self._offset_id_prefix(), appended.physical_offsets)
+        return LaneSent(topic.name, queue_ids, message_ids, appended.queue_offsets, ids), durable
+
+    def lane_tail(self, producer_group: str | None) -> bytes | None:
+        """The bytes the lane writes after a NORMAL message's id (producer group, message type: what
+        :func:`_lane_tail` lays out), for a door that lays out the records' properties itself
+        (:meth:`lane_columns`); None when the group holds a separator or is not UTF-8 (the batch then
+        goes the way of :meth:`_lane_batch`, which judges it)."""
+        tails = self._lane_tails
+        if producer_group in tails:
+            return tails[producer_group]
+        tail: bytes | None = None
+        if producer_group is None or (
+            props.NAME_VALUE_SEPARATOR not in producer_group
+            and props.PROPERTY_SEPARATOR not in producer_group
+        ):
+            try:
+                tail = _lane_tail(producer_group, None).encode("utf-8")
+            except UnicodeEncodeError:
+                tail = None
+        if len(tails) >= _LANE_TOPICS_MAX:
+            tails.clear()
+        tails[producer_group] = tail
+        return tail
+
+    def lane_columns(
+        self, topic_name: str, scan: LaneScan, ctx: SendContext
+    ) -> tuple[LaneSent, Awaitable[None]] | None:
+        """A batch of NORMAL messages whose columns a door read straight from its request
+        (:class:`LaneScan`: remoting's SEND_BATCH_MESSAGE through ``server/remoting/_lanescan.c``)
+        appended as :meth:`_lane_batch` appends the same messages: the same checks (those of each
+        message made by the scan, those of the batch here), queue, clock reading and columns, so the
+        same records. None, having changed nothing, when a check fails: the caller then sends the
+        batch the general way, which gives the error."""
+        bodies, encoded, tags_codes, index_keys, message_ids, body_total = scan
+        count = len(bodies)
+        if count < 2 or count > limits.batch_count_max or body_total > limits.batch_bytes_max:
+            return None
+        try:
+            if topic_name not in self._lane_topics:
+                names.validate_topic(topic_name)
+                if len(self._lane_topics) < _LANE_TOPICS_MAX:
+                    self._lane_topics.add(topic_name)
+            topic = self._lane_resolve(topic_name, MessageType.NORMAL)
+        except errors.TxmqError:
+            return None
+        explicit = ctx.queue_id
+        if explicit is not None and explicit >= 0:
+            if explicit >= topic.queues:
+                return None
+            queue_id = explicit
+        else:  # one queue for the request's messages, as _lane_batch picks it
+            queue_id = self._queue_for(None, topic, None)
+        now = self._clock.now_ms()
+        zeros = (0,) * count
+        columns = (
+            (topic_name.encode(),) * count, (queue_id,) * count, bodies, encoded, tags_codes, zeros, zeros,
+            (now,) * count, (ctx.born_host.encode(),) * count, zeros, zeros, index_keys,
+        )  # fmt: skip
+        appended, durable = self._store.put_columns(topic_name, columns)
+        ids = offset_ids(self._offset_id_prefix(), appended.physical_offsets)
+        queue_ids = [queue_id] * count
         return LaneSent(topic.name, queue_ids, message_ids, appended.queue_offsets, ids), durable
 
     def _lane_results(self, sent: LaneSent) -> list[SendResult]:

@@ -19,6 +19,13 @@
  *       The key index's 24-byte entries: digest (8 bytes as given), offset i64, store_ms i64.
  *   offset_ids(prefix, offsets) -> list[str]
  *       prefix + f"{offset:016X}" of every offset (0 <= offset < 2**64): the send lane's offset ids.
+ *   pack_units(offsets, sizes, tags_codes, start) -> bytes
+ *       The ConsumeQueue's 20-byte units (offset i64, size i32, tags code i64) of the records from
+ *       index start on (consume_queue.ConsumeQueue.put_run).
+ *   head_extend(head, digests, first) -> bool
+ *       The key index's head dict given hash -> first + i for every 8-byte digest (read big-endian)
+ *       when none is in it yet and none repeats, else False and head unchanged
+ *       (index.ActiveEntries.extend_new's rule).
  *   crc32c(data, value=0) -> int, crc32c_table(data, value=0) -> int, hardware() -> bool
  *       CRC32C (Castagnoli) as crc32c.crc32c computes it; the table one is the portable path,
  *       exposed so the tests can hold both to the reference on a machine with SSE4.2.
@@ -597,6 +604,157 @@ fail:
 
 /* ------------------------------------------------------------------ module */
 
+/* ------------------------------------------------------------------ dispatch: units, index head */
+
+/* pack_units(offsets, sizes, tags_codes, start) -> bytes: the ConsumeQueue's 20-byte units (offset
+   i64, size i32, tags code i64, big-endian: consume_queue.UNIT) of the records from index start on;
+   struct.error on a value out of range, as struct.pack does */
+static PyObject *py_pack_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "pack_units(offsets, sizes, tags_codes, start)");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[3]);
+    if (start == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *cols[3] = {NULL, NULL, NULL};
+    PyObject *result = NULL;
+    Py_ssize_t count = -1;
+    for (int c = 0; c < 3; c++) {
+        cols[c] = PySequence_Fast(args[c], "pack_units: columns must be sequences");
+        if (cols[c] == NULL)
+            goto done;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(cols[c]);
+        if (count < 0)
+            count = n;
+        else if (n != count) {
+            PyErr_SetString(PyExc_ValueError, "pack_units: the columns differ in length");
+            goto done;
+        }
+    }
+    if (start < 0 || start > count) {
+        PyErr_SetString(PyExc_ValueError, "pack_units: start is outside the columns");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, (count - start) * 20);
+    if (result == NULL)
+        goto done;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = start; i < count; i++, out += 20) {
+        int64_t offset, size, code;
+        if (get_int(PySequence_Fast_GET_ITEM(cols[0], i), 64, &offset) < 0
+            || get_int(PySequence_Fast_GET_ITEM(cols[1], i), 32, &size) < 0
+            || get_int(PySequence_Fast_GET_ITEM(cols[2], i), 64, &code) < 0) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        put_u64(out, (uint64_t)offset);
+        put_u32(out + 8, (uint32_t)size);
+        put_u64(out + 12, (uint64_t)code);
+    }
+done:
+    for (int c = 0; c < 3; c++)
+        Py_XDECREF(cols[c]);
+    return result;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* head_extend(head, digests, first) -> bool: the key index's head (dict: hash -> position) given
+   hash(i) -> first + i for every 8-byte digest (the hash: the digest read big-endian, as
+   index.key_hashes reads it) when no hash is in head yet and none repeats; False, head unchanged,
+   otherwise (index.ActiveEntries.extend_new's rule) */
+static PyObject *py_head_extend(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyDict_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "head_extend(head: dict, digests, first)");
+        return NULL;
+    }
+    PyObject *head = args[0];
+    Py_ssize_t first = PyLong_AsSsize_t(args[2]);
+    if (first == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer digests;
+    if (PyObject_GetBuffer(args[1], &digests, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    uint64_t *hashes = NULL;
+    PyObject **keys = NULL;
+    Py_ssize_t made = 0;
+    if (digests.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "head_extend: digests are 8 bytes each");
+        goto done;
+    }
+    Py_ssize_t count = digests.len / 8;
+    const unsigned char *d = digests.buf;
+    hashes = PyMem_Malloc((size_t)(count ? count : 1) * sizeof(uint64_t));
+    keys = PyMem_Malloc((size_t)(count ? count : 1) * sizeof(PyObject *));
+    if (hashes == NULL || keys == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint64_t h = 0;
+        for (int k = 0; k < 8; k++)
+            h = h << 8 | d[8 * i + k];
+        hashes[i] = h;
+    }
+    qsort(hashes, (size_t)count, sizeof(uint64_t), cmp_u64);
+    for (Py_ssize_t i = 1; i < count; i++)
+        if (hashes[i] == hashes[i - 1]) {
+            result = Py_False;
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < count; i++, made++) {
+        uint64_t h = 0;
+        for (int k = 0; k < 8; k++)
+            h = h << 8 | d[8 * i + k];
+        keys[i] = PyLong_FromUnsignedLongLong(h);
+        if (keys[i] == NULL)
+            goto done;
+        int found = PyDict_Contains(head, keys[i]);
+        if (found < 0) {
+            made++;
+            goto done;
+        }
+        if (found) {
+            made++;
+            result = Py_False;
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *position = PyLong_FromSsize_t(first + i);
+        if (position == NULL || PyDict_SetItem(head, keys[i], position) < 0) {
+            /* only on memory exhaustion: the entries set so far are taken back */
+            PyObject *type, *value, *trace;
+            Py_XDECREF(position);
+            PyErr_Fetch(&type, &value, &trace);
+            for (Py_ssize_t j = 0; j < i; j++)
+                if (PyDict_DelItem(head, keys[j]) < 0)
+                    PyErr_Clear();
+            PyErr_Restore(type, value, trace);
+            goto done;
+        }
+        Py_DECREF(position);
+    }
+    result = Py_True;
+done:
+    if (keys != NULL)
+        for (Py_ssize_t i = 0; i < made; i++)
+            Py_XDECREF(keys[i]);
+    PyMem_Free(keys);
+    PyMem_Free(hashes);
+    PyBuffer_Release(&digests);
+    Py_XINCREF(result);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"encode_batch", (PyCFunction)(void (*)(void))py_encode_batch, METH_FASTCALL,
      "Encode a batch's records into buf (see the module's source)."},
@@ -609,6 +767,10 @@ static PyMethodDef methods[] = {
     {"crc32c_table", (PyCFunction)(void (*)(void))py_crc32c_table, METH_FASTCALL,
      "CRC32C by the portable table path."},
     {"hardware", py_hardware, METH_NOARGS, "Whether CRC32C runs on the CPU's SSE4.2 instruction."},
+    {"pack_units", (PyCFunction)(void (*)(void))py_pack_units, METH_FASTCALL,
+     "The ConsumeQueue's 20-byte units of the records from start on."},
+    {"head_extend", (PyCFunction)(void (*)(void))py_head_extend, METH_FASTCALL,
+     "The key index's head extended by fresh, distinct hashes, or False (unchanged)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -24,6 +24,7 @@ from itertools import chain
 from txmq.common.errors import CorruptRecord
 from txmq.common.invariant import invariant
 from txmq.storage.api import QueueUnit
+from txmq.storage.codec import BATCHENC
 from txmq.storage.fs import FileHandle, FileSystem
 from txmq.storage.segment import parse_segment_name, segment_name
 
@@ -36,6 +37,22 @@ assert UNIT_BYTES == 20
 def _units(count: int) -> struct.Struct:
     """``count`` units packed by one call (a batch's)."""
     return struct.Struct(">" + "qiq" * count)
+
+
+def pack_units(offsets: Sequence[int], sizes: Sequence[int], tags_codes: Sequence[int]) -> bytes:
+    """The units of every record but the first (``put_run`` puts that one itself): one C call with
+    the store's C extension, else one struct pack (the reference, :func:`pack_units_py`)."""
+    if BATCHENC is not None:
+        units: bytes = BATCHENC.pack_units(offsets, sizes, tags_codes, 1)
+        return units
+    return pack_units_py(offsets, sizes, tags_codes)
+
+
+def pack_units_py(offsets: Sequence[int], sizes: Sequence[int], tags_codes: Sequence[int]) -> bytes:
+    """:func:`pack_units` in Python."""
+    return _units(len(offsets) - 1).pack(
+        *chain.from_iterable(zip(offsets[1:], sizes[1:], tags_codes[1:], strict=True))
+    )
 
 
 @dataclass(slots=True)
@@ -193,9 +210,7 @@ class ConsumeQueue:
             return False  # pragma: no cover - the offset check above already holds
         count = len(offsets)
         if count > 1:
-            self._pending += _units(count - 1).pack(
-                *chain.from_iterable(zip(offsets[1:], sizes[1:], tags_codes[1:], strict=True))
-            )
+            self._pending += pack_units(offsets, sizes, tags_codes)
             self.max_physical_offset = offsets[-1]
         return True
 

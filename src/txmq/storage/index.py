@@ -140,6 +140,18 @@ class ActiveEntries:
         self.previous.extend(_NO_PREVIOUS * count)
         return True
 
+    def extend_digests(self, digests: bytes, offsets: Sequence[int], store_ms: int) -> bool:
+        """:meth:`extend_new` of the hashes of ``digests`` (8 bytes each, as ``key_digests`` joins
+        them), the head extended by one C call (``_batchenc.head_extend``: the same dict, in the same
+        order), with no list of hashes made; only with the C extension."""
+        if not BATCHENC.head_extend(self.head, digests, len(self.offsets)):
+            return False
+        count = len(offsets)
+        self.offsets.extend(offsets)
+        self.stamps.extend(array("q", (store_ms,)) * count)
+        self.previous.extend(_NO_PREVIOUS * count)
+        return True
+
     def newest_first(self, hashed: int) -> Iterator[tuple[int, int]]:
         position = self.head.get(hashed, -1)
         while position >= 0:
@@ -219,12 +231,12 @@ class KeyIndex:
         if not flat_keys:
             return
         count = len(flat_keys)
-        if BATCHENC is not None:  # the C loops: hash every key, then pack the entries, one call each
+        if BATCHENC is not None:  # the C loops: hash every key, extend the head, pack the entries
             joined: bytes = BATCHENC.key_digests(flat_keys)
-            hashes = list(_u64s(count).unpack(joined))
-            if self.active.extend_new(hashes, key_offsets, store_ms):
+            if self.active.extend_digests(joined, key_offsets, store_ms):
                 self._pending += BATCHENC.pack_entries(joined, key_offsets, store_ms)
                 return
+            hashes = list(_u64s(count).unpack(joined))
         else:
             digests = key_digests_py(flat_keys)
             hashes = list(_u64s(count).unpack(b"".join(digests)))

@@ -3,12 +3,13 @@ END_TRANSACTION (37)."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Coroutine
 from typing import Any, NamedTuple
 
-from txmq.broker.send import HalfAppend, SendContext, SendService
-from txmq.common import errors, msgid
+from txmq.broker.send import HalfAppend, LaneSent, SendContext, SendService
+from txmq.common import errors, limits, msgid
 from txmq.common import properties as props
 from txmq.common.message import LeanMessage, Message, SendResult
 from txmq.protocol.remoting.codes import (
@@ -89,6 +90,10 @@ def send(
         half = _half_lane(ctx, request, header, text, endpoint)
         if half is not None:
             return half
+    if batch and _LANESCAN is not None and not header.sys_flag & TRANSACTION_PREPARED_TYPE:
+        scanned = _scanned_batch(ctx, request, header, endpoint)
+        if scanned is not None:
+            return scanned
     lane, messages = _messages(header, request.body, batch)
     context = _context(header.producer_group, endpoint.peer, header.queue_id)
     if not lane:
@@ -113,6 +118,60 @@ def send(
 
 
 _new_tuple = tuple.__new__
+
+
+def _load_lanescan() -> Any:
+    """The C scan of a plain batch body (``server/remoting/_lanescan.c``, built beside the mypyc
+    modules) or None: not built, or ``TXMQ_PURE=1``. Without it every batch takes :func:`_messages`
+    (``convert.lean_batch``) and ``SendService._lane_batch``, the reference it is held to."""
+    try:
+        return importlib.import_module("txmq.server.remoting._lanescan")
+    except ImportError:
+        return None
+
+
+_LANESCAN: Any = _load_lanescan()
+
+
+def _scanned_batch(
+    ctx: RemotingContext, request: RemotingCommand, header: SendFields, endpoint: RemotingEndpoint
+) -> Deferred | None:
+    """A plain SEND_BATCH_MESSAGE (NORMAL messages, properties in ASCII) read by one C call straight
+    into the send lane's columns (bodies, the records' properties, tags codes, index keys, ids) and
+    appended by ``SendService.lane_columns``: the records and answer ``_messages`` and
+    ``_send_batch`` give (tests/property/test_lane_scan.py). None, having changed nothing, for
+    anything the scan or the lane declines: the caller then takes the general way."""
+    context = _context(header.producer_group, endpoint.peer, header.queue_id)
+    sender = ctx.broker.sender
+    tail = sender.lane_tail(context.producer_group)
+    if tail is None:
+        return None
+    scan = _LANESCAN.lane_scan(
+        request.body, tail, limits.body_bytes_max, limits.tag_bytes_max, limits.keys_count_max,
+        limits.key_bytes_max, limits.property_count_max, limits.properties_bytes_max,
+    )  # fmt: skip
+    if scan is None:
+        return None
+    started = sender.lane_columns(header.topic, scan, context)
+    if started is None:
+        return None
+    sent, durable = started
+
+    def answer(exc: Exception | None) -> RemotingCommand | bytes:
+        if exc is not None:
+            return error_response(request, exc)
+        return _batch_response(request, sent)
+
+    deferred: Deferred = _new_tuple(Deferred, (durable, answer))
+    return deferred
+
+
+def _batch_response(request: RemotingCommand, sent: LaneSent) -> RemotingCommand:
+    """A lane batch's answer: its offset ids and message ids joined, the first queue position."""
+    fields = send_response_fields(
+        ",".join(sent.offset_ids), sent.queue_ids[0], sent.queue_offsets[0], None, ",".join(sent.message_ids)
+    )
+    return make_response(request, ResponseCode.SUCCESS, ext_fields=fields)
 
 
 def _half_lane(
@@ -158,11 +217,7 @@ async def _send_batch(
     ctx: RemotingContext, request: RemotingCommand, topic: str, lane: list[LeanMessage], context: SendContext
 ) -> RemotingCommand:
     """A lane batch (SEND_BATCH_MESSAGE): appended column by column, answered from the columns."""
-    sent = await ctx.broker.send_lean_batch(topic, lane, context)
-    fields = send_response_fields(
-        ",".join(sent.offset_ids), sent.queue_ids[0], sent.queue_offsets[0], None, ",".join(sent.message_ids)
-    )
-    return make_response(request, ResponseCode.SUCCESS, ext_fields=fields)
+    return _batch_response(request, await ctx.broker.send_lean_batch(topic, lane, context))
 
 
 async def _send_general(

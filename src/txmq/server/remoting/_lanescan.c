@@ -1,0 +1,417 @@
+/* txmq.server.remoting._lanescan: a plain SEND_BATCH_MESSAGE body read straight into the send lane's
+ * columns, in one C call.
+ *
+ *   lane_scan(data, tail, body_bytes_max, tag_bytes_max, keys_count_max, key_bytes_max,
+ *             property_count_max, properties_bytes_max)
+ *       -> (bodies, properties, tags_codes, index_keys, message_ids, body_total) | None
+ *
+ * data is the batch body (RocketMQ's batch encoding: per entry int32 TOTALSIZE, MAGIC, BODYCRC, FLAG,
+ * body length, the body, u16 properties length, the properties as name\x01value\x02 pairs). For every
+ * entry it gives the body (bytes), the record's properties as the send lane lays them out for a
+ * NORMAL message (the user's pairs in their order, then TAGS, KEYS (the keys joined by one space),
+ * UNIQ_KEY, then `tail`: what the lane sets after the id, built by the broker), the tag's code (Java
+ * String.hashCode), the index keys (keys..., message id) and the message id. body_total is the sum
+ * of the bodies' lengths.
+ *
+ * None for anything unusual, so the Python path (convert.lean_batch, SendService._lane_batch), which
+ * stays the reference, judges the batch and gives its errors: a malformed entry or pair, a byte
+ * outside ASCII in the properties, a \x01 in a value, no (or an empty) UNIQ_KEY, a message group
+ * (__SHARDINGKEY: FIFO), a property that makes the message delayed or transactional, the ali-ons
+ * sharding key, a user property named twice or with no name, an empty or padded tag or one holding
+ * "||", and any limit exceeded (body size, tag, keys, property count, properties bytes). The caller
+ * checks the batch's count and total.
+ *
+ * The names the lane reads, declines or drops are txmq.common.properties' (a test holds the lists
+ * below to it, through lane_names()). Written for txmq; no code copied from elsewhere.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define ENTRY_HEAD 20
+#define USER_MAX 64 /* user pairs remembered per entry for the duplicate check; more: declined */
+
+/* system properties the lane takes a value from */
+static const char *const TAKEN[] = {"TAGS", "KEYS", "UNIQ_KEY"};
+enum { P_TAGS, P_KEYS, P_UNIQ, P_OTHER_SYSTEM, P_DECLINE, P_USER };
+/* declined: a message group (FIFO), delayed or transactional, check immunity, the ali-ons key */
+static const char *const DECLINED[] = {
+    "__SHARDINGKEY", "DELAY", "TRAN_MSG", "TIMER_DELIVER_MS", "CHECK_IMMUNITY_TIME_IN_SECONDS", "__SHARDING_KEY",
+};
+/* the other system properties: the lane sets them or drops them */
+static const char *const DROPPED[] = {
+    "PGROUP", "REAL_TOPIC", "REAL_QID", "RETRY_TOPIC", "RECONSUME_TIME", "MAX_RECONSUME_TIMES",
+    "ORIGIN_MESSAGE_ID", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "__transactionId__", "TRANSACTION_CHECK_TIMES",
+    "MIN_OFFSET", "MAX_OFFSET", "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID", "WAIT", "__TXMQ_TYPE",
+    "__TXMQ_BORN_HOST", "__TXMQ_ATTEMPT",
+};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int same(const unsigned char *p, Py_ssize_t n, const char *name)
+{
+    size_t len = strlen(name);
+    return (size_t)n == len && memcmp(p, name, len) == 0;
+}
+
+static int kind_of(const unsigned char *p, Py_ssize_t n)
+{
+    for (int i = 0; i < COUNT(TAKEN); i++)
+        if (same(p, n, TAKEN[i]))
+            return i;
+    for (int i = 0; i < COUNT(DECLINED); i++)
+        if (same(p, n, DECLINED[i]))
+            return P_DECLINE;
+    for (int i = 0; i < COUNT(DROPPED); i++)
+        if (same(p, n, DROPPED[i]))
+            return P_OTHER_SYSTEM;
+    return P_USER;
+}
+
+static inline uint32_t get_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* what Python's str.isspace holds for an ASCII character */
+static inline int ascii_space(unsigned char c)
+{
+    return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
+}
+
+static PyObject *ascii_str(const unsigned char *p, Py_ssize_t n)
+{
+    PyObject *s = PyUnicode_New(n, 127);
+    if (s != NULL)
+        memcpy(PyUnicode_1BYTE_DATA(s), p, (size_t)n);
+    return s;
+}
+
+typedef struct {
+    const unsigned char *p;
+    Py_ssize_t n;
+} span;
+
+/* one entry's pieces, read from its properties; 0: read, 1: declined */
+typedef struct {
+    span tags, keys, uniq;
+    span user_name[USER_MAX], user_value[USER_MAX];
+    int users;
+    int have_tags, have_keys, have_uniq;
+} entry_props;
+
+static int read_props(const unsigned char *p, Py_ssize_t n, entry_props *e)
+{
+    e->users = 0;
+    e->have_tags = e->have_keys = e->have_uniq = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i] >= 0x80)
+            return 1; /* not ASCII: the Python decode judges the UTF-8 */
+    Py_ssize_t at = 0;
+    while (at < n) {
+        const unsigned char *item = p + at;
+        const unsigned char *stop = memchr(item, 0x02, (size_t)(n - at));
+        Py_ssize_t len = stop ? stop - item : n - at;
+        at += len + 1;
+        if (len == 0)
+            continue; /* an empty item between separators: skipped, as the split does */
+        const unsigned char *sep = memchr(item, 0x01, (size_t)len);
+        if (sep == NULL)
+            return 1; /* a bare name */
+        Py_ssize_t name_len = sep - item;
+        const unsigned char *value = sep + 1;
+        Py_ssize_t value_len = len - name_len - 1;
+        if (memchr(value, 0x01, (size_t)value_len) != NULL)
+            return 1; /* a separator in a value */
+        int kind = kind_of(item, name_len);
+        switch (kind) {
+        case P_TAGS:
+            e->tags.p = value, e->tags.n = value_len, e->have_tags = 1;
+            break;
+        case P_KEYS:
+            e->keys.p = value, e->keys.n = value_len, e->have_keys = 1;
+            break;
+        case P_UNIQ:
+            e->uniq.p = value, e->uniq.n = value_len, e->have_uniq = 1;
+            break;
+        case P_OTHER_SYSTEM:
+            break;
+        case P_DECLINE:
+            return 1;
+        default:
+            if (name_len == 0 || e->users == USER_MAX)
+                return 1;
+            for (int u = 0; u < e->users; u++)
+                if (e->user_name[u].n == name_len && memcmp(e->user_name[u].p, item, (size_t)name_len) == 0)
+                    return 1; /* named twice: the dict keeps the first place and the last value */
+            e->user_name[e->users].p = item, e->user_name[e->users].n = name_len;
+            e->user_value[e->users].p = value, e->user_value[e->users].n = value_len;
+            e->users++;
+        }
+    }
+    return 0;
+}
+
+static PyObject *py_lane_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "lane_scan takes 8 arguments");
+        return NULL;
+    }
+    long long lim[6];
+    for (int i = 0; i < 6; i++) {
+        lim[i] = PyLong_AsLongLong(args[2 + i]);
+        if (lim[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    const long long body_max = lim[0], tag_max = lim[1], keys_count_max = lim[2], key_max = lim[3],
+                    count_max = lim[4], props_max = lim[5];
+    Py_buffer data, tail;
+    if (PyObject_GetBuffer(args[0], &data, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[1], &tail, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    const unsigned char *d = data.buf;
+    const Py_ssize_t size = data.len;
+    const unsigned char *t = tail.buf;
+    Py_ssize_t tail_pairs = 0;
+    for (Py_ssize_t i = 0; i < tail.len; i++)
+        tail_pairs += t[i] == 0x02;
+
+    PyObject *bodies = PyList_New(0), *properties = PyList_New(0), *codes = PyList_New(0),
+             *index_keys = PyList_New(0), *ids = PyList_New(0);
+    PyObject *result = NULL;
+    entry_props *e = PyMem_Malloc(sizeof(entry_props));
+    unsigned char *out = NULL;
+    Py_ssize_t out_cap = 0;
+    long long body_total = 0;
+    if (!bodies || !properties || !codes || !index_keys || !ids || !e)
+        goto error;
+
+    Py_ssize_t pos = 0;
+    if (size == 0)
+        goto declined;
+    while (pos < size) {
+        if (size - pos < ENTRY_HEAD)
+            goto declined;
+        uint64_t total = get_u32(d + pos);
+        uint64_t body_len = get_u32(d + pos + 16);
+        uint64_t body_start = (uint64_t)pos + ENTRY_HEAD;
+        uint64_t props_at = body_start + body_len;
+        if (props_at + 2 > (uint64_t)size)
+            goto declined;
+        uint64_t end = props_at + 2 + ((uint64_t)d[props_at] << 8 | d[props_at + 1]);
+        if (end > (uint64_t)size || total != end - (uint64_t)pos)
+            goto declined;
+        if (body_len == 0 || (long long)body_len > body_max)
+            goto declined;
+        const unsigned char *pp = d + props_at + 2;
+        Py_ssize_t pn = (Py_ssize_t)(end - props_at - 2);
+        if (read_props(pp, pn, e))
+            goto declined;
+        if (!e->have_uniq || e->uniq.n == 0)
+            goto declined;
+        int has_tags = e->have_tags && e->tags.n > 0;
+        if (has_tags) {
+            const unsigned char *g = e->tags.p;
+            Py_ssize_t gn = e->tags.n;
+            if (gn > tag_max || ascii_space(g[0]) || ascii_space(g[gn - 1]))
+                goto declined;
+            for (Py_ssize_t i = 0; i + 1 < gn; i++)
+                if (g[i] == '|' && g[i + 1] == '|')
+                    goto declined;
+        }
+        /* the keys: split on spaces, empty pieces dropped */
+        span keys[64];
+        int nkeys = 0;
+        Py_ssize_t keys_len = 0; /* joined by one space */
+        if (e->have_keys) {
+            Py_ssize_t i = 0, kn = e->keys.n;
+            const unsigned char *k = e->keys.p;
+            while (i < kn) {
+                while (i < kn && k[i] == ' ')
+                    i++;
+                Py_ssize_t start = i;
+                while (i < kn && k[i] != ' ')
+                    i++;
+                if (i > start) {
+                    if (nkeys == 64 || nkeys >= keys_count_max || i - start > key_max)
+                        goto declined;
+                    keys[nkeys].p = k + start, keys[nkeys].n = i - start;
+                    keys_len += (nkeys ? 1 : 0) + (i - start);
+                    nkeys++;
+                }
+            }
+        }
+        /* the record's properties: user pairs, TAGS, KEYS, UNIQ_KEY, tail */
+        Py_ssize_t need = 0;
+        for (int u = 0; u < e->users; u++)
+            need += e->user_name[u].n + e->user_value[u].n + 2;
+        if (has_tags)
+            need += 4 + 2 + e->tags.n;
+        if (nkeys)
+            need += 4 + 2 + keys_len;
+        need += 8 + 2 + e->uniq.n + tail.len;
+        long long pairs = e->users + has_tags + (nkeys > 0) + 1 + tail_pairs;
+        if (pairs > count_max || need > props_max)
+            goto declined;
+        if (need > out_cap) {
+            PyMem_Free(out);
+            out_cap = need > 1024 ? need : 1024;
+            out = PyMem_Malloc((size_t)out_cap);
+            if (out == NULL) {
+                PyErr_NoMemory();
+                goto error;
+            }
+        }
+        unsigned char *w = out;
+#define PUT(src, len) (memcpy(w, (src), (size_t)(len)), w += (len))
+        for (int u = 0; u < e->users; u++) {
+            PUT(e->user_name[u].p, e->user_name[u].n);
+            *w++ = 0x01;
+            PUT(e->user_value[u].p, e->user_value[u].n);
+            *w++ = 0x02;
+        }
+        if (has_tags) {
+            PUT("TAGS\x01", 5);
+            PUT(e->tags.p, e->tags.n);
+            *w++ = 0x02;
+        }
+        if (nkeys) {
+            PUT("KEYS\x01", 5);
+            for (int k = 0; k < nkeys; k++) {
+                if (k)
+                    *w++ = ' ';
+                PUT(keys[k].p, keys[k].n);
+            }
+            *w++ = 0x02;
+        }
+        PUT("UNIQ_KEY\x01", 9);
+        PUT(e->uniq.p, e->uniq.n);
+        *w++ = 0x02;
+        PUT(t, tail.len);
+#undef PUT
+        /* the Python objects of the entry */
+        int32_t code = 0;
+        if (has_tags) {
+            uint32_t h = 0;
+            for (Py_ssize_t i = 0; i < e->tags.n; i++)
+                h = 31u * h + e->tags.p[i];
+            code = (int32_t)h;
+        }
+        PyObject *body = PyBytes_FromStringAndSize((const char *)(d + body_start), (Py_ssize_t)body_len);
+        PyObject *encoded = PyBytes_FromStringAndSize((const char *)out, w - out);
+        PyObject *code_obj = PyLong_FromLong(code);
+        PyObject *id = ascii_str(e->uniq.p, e->uniq.n);
+        PyObject *keys_tuple = PyTuple_New(nkeys + 1);
+        int bad = !body || !encoded || !code_obj || !id || !keys_tuple;
+        if (!bad) {
+            for (int k = 0; k < nkeys; k++) {
+                PyObject *key = ascii_str(keys[k].p, keys[k].n);
+                if (key == NULL) {
+                    bad = 1;
+                    break;
+                }
+                PyTuple_SET_ITEM(keys_tuple, k, key);
+            }
+        }
+        if (!bad) {
+            Py_INCREF(id);
+            PyTuple_SET_ITEM(keys_tuple, nkeys, id);
+            bad = PyList_Append(bodies, body) < 0 || PyList_Append(properties, encoded) < 0
+                  || PyList_Append(codes, code_obj) < 0 || PyList_Append(index_keys, keys_tuple) < 0
+                  || PyList_Append(ids, id) < 0;
+        }
+        Py_XDECREF(body);
+        Py_XDECREF(encoded);
+        Py_XDECREF(code_obj);
+        Py_XDECREF(id);
+        Py_XDECREF(keys_tuple);
+        if (bad)
+            goto error;
+        body_total += (long long)body_len;
+        pos = (Py_ssize_t)end;
+    }
+    {
+        PyObject *b = PyList_AsTuple(bodies), *p = PyList_AsTuple(properties), *c = PyList_AsTuple(codes),
+                 *k = PyList_AsTuple(index_keys), *n = PyLong_FromLongLong(body_total);
+        if (b && p && c && k && n)
+            result = PyTuple_Pack(6, b, p, c, k, ids, n);
+        Py_XDECREF(b);
+        Py_XDECREF(p);
+        Py_XDECREF(c);
+        Py_XDECREF(k);
+        Py_XDECREF(n);
+    }
+    goto done;
+declined:
+    result = Py_None;
+    Py_INCREF(result);
+    goto done;
+error:
+    result = NULL;
+done:
+    PyMem_Free(e);
+    PyMem_Free(out);
+    Py_XDECREF(bodies);
+    Py_XDECREF(properties);
+    Py_XDECREF(codes);
+    Py_XDECREF(index_keys);
+    Py_XDECREF(ids);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&tail);
+    return result;
+}
+
+/* the names the scan reads (TAGS, KEYS, UNIQ_KEY), declines and drops, for the test that holds them
+ * to txmq.common.properties */
+static PyObject *py_lane_names(PyObject *self, PyObject *unused)
+{
+    PyObject *taken = PyTuple_New(COUNT(TAKEN)), *declined = PyTuple_New(COUNT(DECLINED)),
+             *dropped = PyTuple_New(COUNT(DROPPED));
+    if (!taken || !declined || !dropped)
+        goto fail;
+    for (int i = 0; i < COUNT(TAKEN); i++) {
+        PyObject *s = PyUnicode_FromString(TAKEN[i]);
+        if (s == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(taken, i, s);
+    }
+    for (int i = 0; i < COUNT(DECLINED); i++) {
+        PyObject *s = PyUnicode_FromString(DECLINED[i]);
+        if (s == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(declined, i, s);
+    }
+    for (int i = 0; i < COUNT(DROPPED); i++) {
+        PyObject *s = PyUnicode_FromString(DROPPED[i]);
+        if (s == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(dropped, i, s);
+    }
+    return Py_BuildValue("(NNN)", taken, declined, dropped);
+fail:
+    Py_XDECREF(taken);
+    Py_XDECREF(declined);
+    Py_XDECREF(dropped);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"lane_scan", (PyCFunction)(void (*)(void))py_lane_scan, METH_FASTCALL,
+     "A plain SEND_BATCH_MESSAGE body as the send lane's columns, or None (see the module's source)."},
+    {"lane_names", py_lane_names, METH_NOARGS, "(taken, declined, dropped) property names."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "txmq.server.remoting._lanescan", "A batch body into the send lane's columns, in C.",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__lanescan(void)
+{
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,18 @@
+# The C extension's interface (src/txmq/server/remoting/_lanescan.c); producer.py loads it at run time
+# (None when it is not built), and convert.lean_batch + SendService._lane_batch stay the reference.
+from _typeshed import ReadableBuffer
+
+def lane_scan(
+    data: ReadableBuffer,
+    tail: ReadableBuffer,
+    body_bytes_max: int,
+    tag_bytes_max: int,
+    keys_count_max: int,
+    key_bytes_max: int,
+    property_count_max: int,
+    properties_bytes_max: int,
+) -> (
+    tuple[tuple[bytes, ...], tuple[bytes, ...], tuple[int, ...], tuple[tuple[str, ...], ...], list[str], int]
+    | None
+): ...
+def lane_names() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]: ...
