@@ -151,7 +151,9 @@ class RemotingChannel(asyncio.BufferedProtocol):
                 if not self._on_event(conn.receive_frame(frame, self._frame_size)):
                     self._fail("closed by the peer")
                 return
-            conn.receive_data(self._read[:nbytes])
+            # as bytes (one copy out of the reused read buffer): the connection holds it, or joins it
+            # to a short undecoded rest, and decodes its frames by slicing (frame's bytes path)
+            conn.receive_data(bytes(self._read[:nbytes]))
             if not self._drain_events():
                 self._fail("closed by the peer")
                 return
