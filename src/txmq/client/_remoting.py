@@ -417,7 +417,7 @@ class RemotingTransport:
         ext = headers.send_v2_fields(
             producer_group or "DEFAULT_PRODUCER", mq.topic, names.DEFAULT_TOPIC,
             limits.queues_per_topic_default, queue_id, conv.sys_flag_of(first), now,
-            None if batch else single.props_text(conv.message_properties(first, ids[0], producer_group)),
+            None if batch else conv.properties_text(first, ids[0], producer_group),
             batch, mq.broker_name,
         )  # fmt: skip
         if not batch:

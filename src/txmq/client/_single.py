@@ -122,7 +122,7 @@ class SendHeaders:
                     message_id,
                 )
         message_id = given or msgid.new_message_id(now)  # an empty id is made, as before
-        properties = props_text(conv.message_properties(message, message_id, producer_group))
+        properties = conv.properties_text(message, message_id, producer_group)
         return (
             f"{head}{now}{BORN_TO_PROPERTIES}{json_quote(properties)}{tail}",
             bytes(message.body),
@@ -199,7 +199,7 @@ class BinarySendHeaders:
             properties = around[0] + message_id + around[1]
         else:
             message_id = given or msgid.new_message_id(now)  # an empty id is made, as for JSON
-            properties = props_text(conv.message_properties(message, message_id, producer_group))
+            properties = conv.properties_text(message, message_id, producer_group)
         ext = b"".join((head, binary_pair("g", str(now)), BINARY_H, binary_pair("i", properties), tail))
         return ext, bytes(message.body), message_id
 
