@@ -111,6 +111,29 @@ def test_request_response_matched_by_opaque() -> None:
     assert pair.client.pending == {}
 
 
+def test_next_command_gives_a_matched_answer_without_its_wrapper() -> None:
+    """``next_command`` is ``next_event`` with a matched ``Response`` unwrapped to its command: the
+    same commands in the same order, the pending entry taken; unmatched answers, requests from the
+    peer, NEED_DATA and the close come as ``next_event`` gives them."""
+    pair = ConnectionPair()
+    first = pair.client.new_request(RequestCode.SEND_MESSAGE_V2, {"a": "g"}, b"body")
+    second = pair.client.new_request(RequestCode.HEART_BEAT, body=b"{}")
+    pair.client.send(first), pair.client.send(second)
+    from_broker = pair.broker.new_request(RequestCode.CHECK_TRANSACTION_STATE, {"t": "1"})
+    answers = [
+        make_response(second, ResponseCode.SUCCESS),
+        make_response(first, ResponseCode.SUCCESS, ext_fields={"msgId": "X"}),
+        make_response(first, ResponseCode.SUCCESS),  # answered twice: the second is unmatched
+        from_broker,
+    ]
+    pair.client.receive_data(b"".join(pair.broker.send(cmd) for cmd in answers))
+    got = [pair.client.next_command() for _ in range(5)]
+    assert got == [answers[0], answers[1], UnmatchedResponse(answers[2]), from_broker, NEED_DATA]
+    assert pair.client.pending == {}
+    pair.client.receive_data(b"")
+    assert pair.client.next_command() == ConnectionClosed(())
+
+
 def test_oneway_has_no_pending_entry() -> None:
     pair = ConnectionPair()
     end = pair.client.new_request(RequestCode.END_TRANSACTION, {"commitOrRollback": "8"}, oneway=True)

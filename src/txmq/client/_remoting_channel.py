@@ -43,7 +43,7 @@ from txmq.protocol.remoting import (
     Response,
     UnmatchedResponse,
 )
-from txmq.protocol.remoting.codes import SerializeType
+from txmq.protocol.remoting.codes import RPC_TYPE, SerializeType
 
 log = logging.getLogger(__name__)
 
@@ -416,9 +416,19 @@ class RemotingChannel(asyncio.BufferedProtocol):
             raise errors.ConnectionError_(f"connection to {self.addr} is closed")
 
     def _drain_events(self) -> bool:
-        next_event = self._conn.next_event
+        # a matched answer comes as its command (no Response object) and completes its future here
+        next_command = self._conn.next_command
         while True:
-            event = next_event()
+            event = next_command()
+            if isinstance(event, RemotingCommand):
+                if event.flag & RPC_TYPE:
+                    self.answered = True
+                    future = self._futures.pop(event.opaque, None)
+                    if future is not None and not future.done():
+                        future.set_result(event)
+                else:
+                    self._dispatch(event)
+                continue
             if event is NEED_DATA:
                 return True
             if not self._on_event(event):

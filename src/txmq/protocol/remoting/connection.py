@@ -285,6 +285,26 @@ class RemotingConnection:
         self._consume(end)
         return self._event(cmd)
 
+    def next_command(self) -> RemotingCommand | Event:
+        """``next_event`` without the ``Response`` wrapper, for a driver that only needs the answer: a
+        response matched to a pending request comes as its ``RemotingCommand`` (its flag marks it a
+        response; the request's code is not given), a request from the peer as itself; every other
+        event as ``next_event`` gives it (``UnmatchedResponse``, ``NEED_DATA``, ``ConnectionClosed``)."""
+        if self._state is ConnectionState.ERROR:
+            self._check_usable()  # raises
+        try:
+            decoded = frame.decode_frame(self._buf, self._pos)
+        except RemoteProtocolError:
+            self._state = ConnectionState.ERROR
+            raise
+        if decoded is None:
+            return self._no_frame()
+        cmd, end = decoded
+        self._consume(end)
+        if cmd.flag & RPC_TYPE and self._pending.pop(cmd.opaque, None) is None:
+            return UnmatchedResponse(cmd)
+        return cmd
+
     def _event(self, cmd: RemotingCommand) -> Event:
         if not cmd.flag & RPC_TYPE:
             return cmd
