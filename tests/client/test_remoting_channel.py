@@ -316,6 +316,31 @@ async def test_a_large_answer_is_read_into_its_own_buffer_between_small_ones() -
         channel._fail("done")
 
 
+async def test_reads_reach_the_connection_as_bytes() -> None:
+    """What lands in the reused read buffer reaches the connection as ``bytes`` (held, or joined to the
+    short rest of a read that ended inside a frame; decoded by slicing, not through a ``bytearray``);
+    the answers of reads cut anywhere reach their requests."""
+    for chunk in (5, 50, 1000):
+        channel = RemotingChannel("test:1", None)
+        channel.connection_made(_Sink())  # type: ignore[arg-type]
+        futures = [channel.start_request(REQUEST, {"n": str(i)}) for i in range(20)]
+        opaques = sorted(channel._futures)
+        data = b"".join(
+            frame.encode(make_response(RemotingCommand(REQUEST, opaque), body=b"x" * opaque))
+            for opaque in opaques
+        )
+        pos = 0
+        while pos < len(data):
+            n = min(chunk, len(data) - pos)
+            channel.get_buffer(-1)[:n] = data[pos : pos + n]
+            pos += n
+            channel.buffer_updated(n)
+            assert type(channel._conn._buf) is bytes
+        for future, opaque in zip(futures, opaques, strict=True):
+            assert (await future).body == b"x" * opaque
+        channel._fail("done")
+
+
 async def _large_and_small_answers_over_a_socket() -> None:
     body = bytes(range(251)) * 12_600  # ~3 MiB, no period of 4 KiB
 

@@ -62,6 +62,39 @@ def test_trailing_partial_frame_stays_buffered() -> None:
     assert drain(conn) == [FRAMES[0][0]]
 
 
+@pytest.mark.parametrize("cut", [1, 10, len(FRAMES[0][1]) - 1])
+def test_a_read_after_a_short_rest_is_held_joined_as_bytes(cut: int) -> None:
+    """A ``bytes`` read after a read that ended inside a frame is joined to that rest, one ``bytes``
+    (its frames decoded by slicing, frame's bytes path), not copied into a ``bytearray``."""
+    conn = RemotingConnection()
+    first, second = FRAMES[1][1] + FRAMES[0][1][:cut], FRAMES[0][1][cut:] + FRAMES[2][1]
+    conn.receive_data(first)
+    assert drain(conn) == _as_peer_events([FRAMES[1][0]])
+    conn.receive_data(second)
+    assert type(conn._buf) is bytes and conn.buffered_bytes == len(FRAMES[0][1]) + len(FRAMES[2][1])
+    assert drain(conn) == _as_peer_events([FRAMES[0][0], FRAMES[2][0]])
+    assert conn.buffered_bytes == 0
+
+
+def test_a_long_rest_goes_into_a_bytearray_read_after_read() -> None:
+    """A rest over the join bound (a large frame arriving in pieces) is copied into a ``bytearray``
+    that later reads are appended to (no copy of the whole rest per read); the frame decodes whole."""
+    from txmq.protocol.remoting import connection
+
+    big = frame.encode(make_request(RequestCode.SEND_MESSAGE_V2, 5, {"a": "b"}, body=b"z" * 300_000))
+    conn = RemotingConnection()
+    step = connection._JOIN_REST_MAX // 2
+    kinds = []
+    for pos in range(0, len(big), step):
+        conn.receive_data(big[pos : pos + step])
+        kinds.append(type(conn._buf))
+        if pos + step < len(big):
+            assert drain(conn) == []
+    assert kinds[:3] == [bytes, bytes, bytes] and set(kinds[3:]) == {bytearray}  # rests of 0, 32, 64 KiB
+    (event,) = drain(conn)
+    assert isinstance(event, RemotingCommand) and event.body == b"z" * 300_000
+
+
 def test_request_response_matched_by_opaque() -> None:
     pair = ConnectionPair()
     first = pair.client.new_request(RequestCode.SEND_MESSAGE_V2, {"a": "g"}, b"body")
@@ -76,6 +109,29 @@ def test_request_response_matched_by_opaque() -> None:
     assert pair.send(pair.broker, answer2) == [Response(answer2, RequestCode.HEART_BEAT)]
     assert pair.send(pair.broker, answer1) == [Response(answer1, RequestCode.SEND_MESSAGE_V2)]
     assert pair.client.pending == {}
+
+
+def test_next_command_gives_a_matched_answer_without_its_wrapper() -> None:
+    """``next_command`` is ``next_event`` with a matched ``Response`` unwrapped to its command: the
+    same commands in the same order, the pending entry taken; unmatched answers, requests from the
+    peer, NEED_DATA and the close come as ``next_event`` gives them."""
+    pair = ConnectionPair()
+    first = pair.client.new_request(RequestCode.SEND_MESSAGE_V2, {"a": "g"}, b"body")
+    second = pair.client.new_request(RequestCode.HEART_BEAT, body=b"{}")
+    pair.client.send(first), pair.client.send(second)
+    from_broker = pair.broker.new_request(RequestCode.CHECK_TRANSACTION_STATE, {"t": "1"})
+    answers = [
+        make_response(second, ResponseCode.SUCCESS),
+        make_response(first, ResponseCode.SUCCESS, ext_fields={"msgId": "X"}),
+        make_response(first, ResponseCode.SUCCESS),  # answered twice: the second is unmatched
+        from_broker,
+    ]
+    pair.client.receive_data(b"".join(pair.broker.send(cmd) for cmd in answers))
+    got = [pair.client.next_command() for _ in range(5)]
+    assert got == [answers[0], answers[1], UnmatchedResponse(answers[2]), from_broker, NEED_DATA]
+    assert pair.client.pending == {}
+    pair.client.receive_data(b"")
+    assert pair.client.next_command() == ConnectionClosed(())
 
 
 def test_oneway_has_no_pending_entry() -> None:

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import time
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,3 +117,22 @@ def test_a_template_that_does_not_split_once_falls_back_to_the_general_way() -> 
         data, mid = _pre_rendered(transport, mq, message, "a<ID>b", 0, binary)
         born = int(frame.decode(data).ext_fields["g"])
         assert data == _generic_frame(mq, "a<ID>b", 0, message, born, mid, binary)
+
+
+@pytest.mark.parametrize("now_s", [99_999_999.999, 1_800_000_000.0, 10_000_000_000.0])
+@pytest.mark.parametrize("group", ["", "pg", "é"])
+def test_a_plain_binary_header_from_cached_pairs_or_a_born_time_of_other_digits(
+    monkeypatch: pytest.MonkeyPatch, now_s: float, group: str
+) -> None:
+    """A plain message's binary header is laid from the group's cached pair bytes when the born time
+    has 13 digits (every date from 2001 to 2286) and by ``binary_pair`` otherwise: the same frame."""
+    monkeypatch.setattr(time, "time", lambda: now_s)
+    transport = RemotingTransport("127.0.0.1:9876")
+    mq = MessageQueue("T", 3, "broker-a")
+    for transactional in (False, True, False):
+        message = Message("T", b"body", transactional=transactional)
+        data, mid = _pre_rendered(transport, mq, message, group, 3, True)
+        born = int(frame.decode(data).ext_fields["g"])
+        assert born == int(now_s * 1000)
+        assert data == _generic_frame(mq, group, 3, message, born, mid, True)
+    assert bool(transport._binary_headers._plain_bytes) == (len(str(int(now_s * 1000))) == 13)

@@ -417,7 +417,7 @@ class RemotingTransport:
         ext = headers.send_v2_fields(
             producer_group or "DEFAULT_PRODUCER", mq.topic, names.DEFAULT_TOPIC,
             limits.queues_per_topic_default, queue_id, conv.sys_flag_of(first), now,
-            None if batch else single.props_text(conv.message_properties(first, ids[0], producer_group)),
+            None if batch else conv.properties_text(first, ids[0], producer_group),
             batch, mq.broker_name,
         )  # fmt: skip
         if not batch:
@@ -539,6 +539,12 @@ class RemotingTransport:
         channel = None if addr is None else self._pool.open_channel(addr)
         if channel is None or channel._out().get_write_buffer_size() > _DRAIN_ABOVE_BYTES:
             return None
+        if channel.binary:  # _start_single_request's common case inline: this runs once per send
+            ext_bin, body, message_id = self._binary_headers.request(mq, message, producer_group, mq.queue_id)
+            future = channel.start_binary_request(
+                RequestCode.SEND_MESSAGE_V2, ext_bin, body, timeout_s=timeout_s
+            )
+            return future, message_id
         return self._start_single_request(channel, mq, message, producer_group, timeout_s)
 
     # send_result(mq, message_id, response): the ``SendResult`` of a ``start_send_request`` to ``mq``

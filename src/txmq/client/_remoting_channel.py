@@ -43,7 +43,7 @@ from txmq.protocol.remoting import (
     Response,
     UnmatchedResponse,
 )
-from txmq.protocol.remoting.codes import SerializeType
+from txmq.protocol.remoting.codes import RPC_TYPE, SerializeType
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,9 @@ class RemotingChannel(asyncio.BufferedProtocol):
                 if not self._on_event(conn.receive_frame(frame, self._frame_size)):
                     self._fail("closed by the peer")
                 return
-            conn.receive_data(self._read[:nbytes])
+            # as bytes (one copy out of the reused read buffer): the connection holds it, or joins it
+            # to a short undecoded rest, and decodes its frames by slicing (frame's bytes path)
+            conn.receive_data(bytes(self._read[:nbytes]))
             if not self._drain_events():
                 self._fail("closed by the peer")
                 return
@@ -414,9 +416,19 @@ class RemotingChannel(asyncio.BufferedProtocol):
             raise errors.ConnectionError_(f"connection to {self.addr} is closed")
 
     def _drain_events(self) -> bool:
-        next_event = self._conn.next_event
+        # a matched answer comes as its command (no Response object) and completes its future here
+        next_command = self._conn.next_command
         while True:
-            event = next_event()
+            event = next_command()
+            if isinstance(event, RemotingCommand):
+                if event.flag & RPC_TYPE:
+                    self.answered = True
+                    future = self._futures.pop(event.opaque, None)
+                    if future is not None and not future.done():
+                        future.set_result(event)
+                else:
+                    self._dispatch(event)
+                continue
             if event is NEED_DATA:
                 return True
             if not self._on_event(event):

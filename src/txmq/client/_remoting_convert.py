@@ -47,6 +47,73 @@ def message_properties(message: Message, message_id: str, producer_group: str) -
     return result
 
 
+_SYSTEM_KEYS: Final = props.SYSTEM_KEYS
+_PROPERTY_COUNT_MAX: Final = limits.property_count_max
+_PROPERTIES_BYTES_MAX: Final = limits.properties_bytes_max
+
+
+def properties_text(message: Message, message_id: str, producer_group: str) -> str:
+    """``props.encode(message_properties(message, message_id, producer_group))`` as text, rendered as
+    one ``name\x01value\x02...`` join with no dict and no per-pair or whole encode; the same pairs in
+    the same order (user properties but system keys, then the system keys ``message_properties``
+    sets, each in its place). Anything unusual (a separator or empty name, non-ASCII, over a limit)
+    goes the general way, which gives the same text or raises the same error
+    (tests/property/test_single_props_text.py)."""
+    parts: list[str] = []
+    user = message.properties
+    if user:
+        for name, value in user.items():
+            if name not in _SYSTEM_KEYS:
+                if not name or type(value) is not str:
+                    return _properties_text_general(message, message_id, producer_group)
+                parts.append(f"{name}\x01{value}\x02")
+    tags = message.tags
+    if tags:
+        parts.append(f"TAGS\x01{tags}\x02")
+    keys = message.keys
+    if keys:
+        parts.append(f"KEYS\x01{' '.join(keys)}\x02")
+    parts.append(f"UNIQ_KEY\x01{message_id}\x02")
+    group = message.message_group
+    if group is not None:
+        parts.append(f"__SHARDINGKEY\x01{group}\x02")
+    if message.delay_level:
+        parts.append(f"DELAY\x01{message.delay_level}\x02")
+    deliver = message.delivery_timestamp_ms
+    if deliver is not None:
+        parts.append(f"TIMER_DELIVER_MS\x01{deliver}\x02")
+    if message.transactional:
+        parts.append("TRAN_MSG\x01true\x02")
+        immunity = message.check_immunity_s
+        if immunity is not None:
+            parts.append(f"CHECK_IMMUNITY_TIME_IN_SECONDS\x01{immunity}\x02")
+    if producer_group:
+        parts.append(f"PGROUP\x01{producer_group}\x02")
+    text = "".join(parts)
+    count = len(parts)
+    if (
+        count <= _PROPERTY_COUNT_MAX
+        and len(text) <= _PROPERTIES_BYTES_MAX
+        and text.isascii()
+        and text.count("\x01") == count
+        and text.count("\x02") == count
+    ):
+        return text
+    return _properties_text_general(message, message_id, producer_group)
+
+
+def _properties_text_general(message: Message, message_id: str, producer_group: str) -> str:
+    return props.encode(message_properties(message, message_id, producer_group)).decode("utf-8")
+
+
+if (props.TAGS, props.KEYS, props.KEY_SEPARATOR, props.UNIQ_KEY, props.SHARDING_KEY, props.DELAY) != (
+    "TAGS", "KEYS", " ", "UNIQ_KEY", "__SHARDINGKEY", "DELAY",
+) or (props.TIMER_DELIVER_MS, props.TRAN_MSG, props.CHECK_IMMUNITY_TIME_IN_SECONDS, props.PRODUCER_GROUP) != (
+    "TIMER_DELIVER_MS", "TRAN_MSG", "CHECK_IMMUNITY_TIME_IN_SECONDS", "PGROUP",
+) or (props.NAME_VALUE_SEPARATOR, props.PROPERTY_SEPARATOR) != ("\x01", "\x02"):  # fmt: skip
+    raise AssertionError("property names changed: update properties_text")
+
+
 _PLAIN_PROPERTIES_MAX = min(limits.properties_bytes_max, 0x7FFF)  # props.encode's and a batch entry's
 _UNIQ_KEY_PAIR: Final = f"{props.UNIQ_KEY}{props.NAME_VALUE_SEPARATOR}".encode()
 

@@ -122,7 +122,7 @@ class SendHeaders:
                     message_id,
                 )
         message_id = given or msgid.new_message_id(now)  # an empty id is made, as before
-        properties = props_text(conv.message_properties(message, message_id, producer_group))
+        properties = conv.properties_text(message, message_id, producer_group)
         return (
             f"{head}{now}{BORN_TO_PROPERTIES}{json_quote(properties)}{tail}",
             bytes(message.body),
@@ -145,6 +145,12 @@ def render_parts(producer_group: str, mq: MessageQueue, queue_id: int, sys_flag:
 
 
 BINARY_H: Final = binary_pair("h", "0")  # the SEND_MESSAGE_V2 pair between born time and properties
+# a born time of 13 digits (2001-09-09 to 2286-11-20) and our ids of 34 hex characters: their pairs'
+# key and length bytes are constant (binary_pair's layout: int16 key length, key, int32 value length)
+_BORN_DIGITS: Final = 13
+_BORN_KEY: Final = binary_pair("g", "0" * _BORN_DIGITS)[:-_BORN_DIGITS]
+_ID_CHARS: Final = 34
+_PROPERTIES_KEY: Final = binary_pair("i", "")[:-4]
 
 
 class BinarySendHeaders:
@@ -156,11 +162,29 @@ class BinarySendHeaders:
     def __init__(self, max_entries: int = 4096) -> None:
         self._parts: dict[tuple[str, str, int, int, str], tuple[bytes, bytes]] = {}
         self._plain: dict[tuple[str, bool], tuple[str, str] | None] = {}
+        self._plain_bytes: dict[tuple[str, bool], tuple[bytes, bytes]] = {}
         self._max_entries = max_entries
 
     def plain_properties(self, producer_group: str, transactional: bool) -> tuple[str, str] | None:
         """The properties text of a plain message (``plain``) split where its id goes, or None."""
         return _plain_split(self._plain, self._max_entries, producer_group, transactional, False)
+
+    def plain_pairs(
+        self, producer_group: str, transactional: bool, around: tuple[str, str]
+    ) -> tuple[bytes, bytes]:
+        """A plain message's header bytes from the end of its born time to its id (``BINARY_H``, the
+        properties pair's key and length for an id of ``_ID_CHARS``, the text before the id) and
+        after its id, as ``binary_pair`` writes them; ``around``: ``plain_properties``' split."""
+        key = (producer_group, transactional)
+        pairs = self._plain_bytes.get(key)
+        if pairs is None:
+            if len(self._plain_bytes) >= self._max_entries:
+                self._plain_bytes.clear()
+            before, after = around[0].encode("utf-8"), around[1].encode("utf-8")
+            length = (len(before) + _ID_CHARS + len(after)).to_bytes(4, "big")
+            pairs = (BINARY_H + _PROPERTIES_KEY + length + before, after)
+            self._plain_bytes[key] = pairs
+        return pairs
 
     def parts(
         self, producer_group: str, mq: MessageQueue, queue_id: int, sys_flag: int
@@ -196,10 +220,18 @@ class BinarySendHeaders:
             around = self.plain_properties(producer_group, message.transactional)
         if around is not None:  # our own id between the group's property text parts
             message_id = msgid.new_message_id(now)
+            born = str(now)
+            if len(born) == _BORN_DIGITS and len(message_id) == _ID_CHARS:
+                # the pairs' constant bytes from the cache, only the time and the id (ASCII) per message
+                before, after = self.plain_pairs(producer_group, message.transactional, around)
+                ext = b"".join(
+                    (head, _BORN_KEY, born.encode("ascii"), before, message_id.encode("ascii"), after, tail)
+                )
+                return ext, bytes(message.body), message_id
             properties = around[0] + message_id + around[1]
         else:
             message_id = given or msgid.new_message_id(now)  # an empty id is made, as for JSON
-            properties = props_text(conv.message_properties(message, message_id, producer_group))
+            properties = conv.properties_text(message, message_id, producer_group)
         ext = b"".join((head, binary_pair("g", str(now)), BINARY_H, binary_pair("i", properties), tail))
         return ext, bytes(message.body), message_id
 

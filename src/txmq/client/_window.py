@@ -30,8 +30,12 @@ class InFlightWindow:
 
     def try_acquire(self, nbytes: int) -> bool:
         """Reserve room for one request of ``nbytes`` if there is room now (and nobody waits before)."""
-        if not self._waiters and self._fits(nbytes):
-            self.messages += 1
+        # _fits inline: this runs once per send
+        messages = self.messages
+        if not self._waiters and (
+            messages == 0 or (messages < self.max_messages and self.bytes + nbytes <= self.max_bytes)
+        ):
+            self.messages = messages + 1
             self.bytes += nbytes
             return True
         return False
@@ -61,7 +65,8 @@ class InFlightWindow:
     def release(self, nbytes: int) -> None:
         self.messages -= 1
         self.bytes -= nbytes
-        self._wake()
+        if self._waiters:  # nobody waits most of the time: no call
+            self._wake()
 
     def _wake(self) -> None:
         """Hand room to waiters in arrival order (the room is reserved for them before they run)."""

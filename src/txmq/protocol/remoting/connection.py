@@ -34,6 +34,10 @@ from txmq.protocol.remoting.errors import LocalProtocolError, RemoteProtocolErro
 _OPAQUE_MAX: Final = 0x7FFFFFFF  # opaques are Java ints; we allocate 0..2^31-1 and wrap
 _COMPACT_BYTES: Final = 1 << 20
 _EMPTY: Final = b""
+# the undecoded rest of a held read up to this size is joined with the next ``bytes`` read into one new
+# ``bytes`` (decoded by ``frame``'s bytes path: slices, no views); a longer rest (a large frame arriving in
+# pieces) goes into a ``bytearray`` that later reads are appended to (no copy of the rest per read)
+_JOIN_REST_MAX: Final = 64 * 1024
 
 
 class NeedData(enum.Enum):
@@ -235,8 +239,10 @@ class RemotingConnection:
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Buffer bytes from the peer; ``b""`` records EOF. A ``bytes`` read arriving while nothing is
         buffered (pipelined requests: reads end at a frame's end) is held as it is, not copied, and
-        frames are decoded from it; anything else (``data`` may be the driver's reused read buffer) is
-        copied into a buffer of ours, with the rest of a held read before it."""
+        frames are decoded from it; one arriving after the short undecoded rest of a held read (a read
+        that ended inside a frame) is held joined to that rest, one new ``bytes``. Anything else
+        (``data`` may be the driver's reused read buffer, or the rest is long) is copied into a
+        ``bytearray`` of ours, with the rest of a held read before it."""
         self._check_usable()
         if self._eof or self._state is ConnectionState.CLOSED:
             if data:
@@ -249,10 +255,16 @@ class RemotingConnection:
             self._state = ConnectionState.ERROR
             raise RemoteProtocolError(f"receive buffer exceeds {self.max_buffer_bytes} bytes")
         buf = self._buf
-        if self._pos >= len(buf) and type(data) is bytes:
-            self._buf = data
-            self._pos = 0
-            return
+        if type(data) is bytes:
+            rest = len(buf) - self._pos
+            if rest <= 0:
+                self._buf = data
+                self._pos = 0
+                return
+            if rest <= _JOIN_REST_MAX and type(buf) is bytes:
+                self._buf = buf[self._pos :] + data
+                self._pos = 0
+                return
         if type(buf) is not bytearray:  # the undecoded rest of a held read becomes our buffer's start
             self._buf = bytearray(buf[self._pos :])
             self._pos = 0
@@ -272,6 +284,26 @@ class RemotingConnection:
         cmd, end = decoded
         self._consume(end)
         return self._event(cmd)
+
+    def next_command(self) -> RemotingCommand | Event:
+        """``next_event`` without the ``Response`` wrapper, for a driver that only needs the answer: a
+        response matched to a pending request comes as its ``RemotingCommand`` (its flag marks it a
+        response; the request's code is not given), a request from the peer as itself; every other
+        event as ``next_event`` gives it (``UnmatchedResponse``, ``NEED_DATA``, ``ConnectionClosed``)."""
+        if self._state is ConnectionState.ERROR:
+            self._check_usable()  # raises
+        try:
+            decoded = frame.decode_frame(self._buf, self._pos)
+        except RemoteProtocolError:
+            self._state = ConnectionState.ERROR
+            raise
+        if decoded is None:
+            return self._no_frame()
+        cmd, end = decoded
+        self._consume(end)
+        if cmd.flag & RPC_TYPE and self._pending.pop(cmd.opaque, None) is None:
+            return UnmatchedResponse(cmd)
+        return cmd
 
     def _event(self, cmd: RemotingCommand) -> Event:
         if not cmd.flag & RPC_TYPE:
