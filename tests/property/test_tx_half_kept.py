@@ -107,7 +107,7 @@ def test_kept_half_is_the_stored_half_and_decides_alike(
     offset = int(written[0].transaction_id[-16:], 16)  # type: ignore[index]
 
     service = kept_broker.transactions
-    half, decoded = service._halves[offset]
+    half, decoded, _ = service._halves[offset]
     stored = kept_broker.store.read(offset)
     assert half.topic == names.HALF_TOPIC
     assert _fields(half) == _fields(stored)
@@ -183,9 +183,9 @@ async def test_kept_halves_are_bounded_in_bytes(tmp_path: Path) -> None:
             (result,) = await broker.send([Message("BoundedBytes", body, transactional=True)], ctx)
             sent.append(result)
             kept = service._halves.values()
-            assert service._halves_bytes == sum(len(h.body) + len(h.properties) for h, _ in kept)
+            assert service._halves_bytes == sum(len(h.body) + len(h.properties) for h, _, _ in kept)
             assert service._halves_bytes <= 10 * 1024
-        assert [h.body[:1] for h, _ in service._halves.values()] == [b"b", b"c", b"d", b"f"]  # e: too big
+        assert [h.body[:1] for h, _, _ in service._halves.values()] == [b"b", b"c", b"d", b"f"]  # e: too big
         for result in sent:
             txid = result.transaction_id or ""
             decide = broker.end_transaction(

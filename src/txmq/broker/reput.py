@@ -21,6 +21,7 @@ _SEP, _END = props.NAME_VALUE_SEPARATOR.encode(), props.PROPERTY_SEPARATOR.encod
 _ROUTING_MARKERS = tuple((key, _END + key.encode() + _SEP) for key in _ROUTING_KEYS)
 _TXID_MARKER = _END + props.TRANSACTION_ID.encode() + _SEP
 _TXID_PAIR = props.TRANSACTION_ID.encode() + _SEP
+_REAL_TOPIC_PAIR = props.REAL_TOPIC.encode() + _SEP  # how a half's routing tail starts
 # the routing pairs a half's properties end with (SendService._half_properties), around their values
 _HALF_TAIL: Final = (f"{props.REAL_TOPIC}\x01", f"\x02{props.REAL_QUEUE_ID}\x01", f"\x02{props.TRAN_MSG}\x01")
 # to_real_topic's sys_flag for a commit (the flag's commit bits are cleared; the offset stays)
@@ -72,14 +73,36 @@ def to_real_topic(
 
 
 def committed_fields(
-    half: StoredTuple, decoded: dict[str, str], transaction_id: str, index_keys: tuple[str, ...]
+    half: StoredTuple,
+    decoded: dict[str, str],
+    transaction_id: str,
+    index_keys: tuple[str, ...],
+    cut: int = -1,
 ) -> tuple[str, RecordFields]:
     """The committed message of a half (not delayed) as the store's record fields: what
     ``to_real_topic(half, decoded, sys_flag=TRANSACTION_COMMIT, extra={TRANSACTION_ID: transaction_id},
     index_keys=index_keys)`` gives once validated, without the property dict's copy and re-encoding
-    when the half's stored properties are canonical (:func:`spliced_properties`)."""
+    when the half's stored properties are canonical (:func:`spliced_properties`).
+
+    ``cut`` (``SendService.half_lane_append`` knows it, ``TransactionService.half_stored`` keeps it):
+    the stored properties are canonical, hold no delay and no transaction id, and end with the
+    routing pairs (``REAL_TOPIC``, ``REAL_QUEUE_ID``, ``TRAN_MSG``), which start at ``cut``; the
+    properties then are ``data[:cut]`` and the transaction id's pair, the bytes :func:`spliced_properties`
+    cuts (it re-proves all of that first); -1: unknown, it does. A cut that does not start a
+    ``REAL_TOPIC`` pair, or a half with a delay or a transaction id, takes that way too."""
     topic, queue_id = _destination(decoded, half.topic, half.queue_id)
-    properties = spliced_properties(half.properties, decoded, transaction_id)
+    data = half.properties
+    if (
+        0 <= cut < len(data)
+        and len(decoded) < limits.property_count_max
+        and (cut == 0 or data[cut - 1] == 2)
+        and data.startswith(_REAL_TOPIC_PAIR, cut)
+        and props.DELAY not in decoded
+        and props.TRANSACTION_ID not in decoded
+    ):
+        properties: bytes | None = data[:cut] + _TXID_PAIR + transaction_id.encode() + _END
+    else:
+        properties = spliced_properties(data, decoded, transaction_id)
     if properties is None:
         copied = dict(decoded)
         for key in _ROUTING_KEYS:

@@ -162,6 +162,9 @@ _HALF_DROPPED: Final = props.SYSTEM_KEYS | {"__SHARDING_KEY"}
 _TRANSACTION_TYPE: Final = MessageType.TRANSACTION.name
 _HALF_TYPE_PAIR: Final = f"{props.MESSAGE_TYPE}\x01{_TRANSACTION_TYPE}\x02"
 _HALF_FLAG_PAIR: Final = f"{props.TRAN_MSG}\x01true\x02"
+# the bytes of a lane half's routing tail (REAL_TOPIC, REAL_QUEUE_ID, TRAN_MSG pairs) besides the topic
+# name and queue id: where the tail starts in the half's properties (HalfAppend.cut)
+_HALF_TAIL_FIXED: Final = len(f"{props.REAL_TOPIC}\x01\x02{props.REAL_QUEUE_ID}\x01\x02{_HALF_FLAG_PAIR}")
 
 
 class HalfAppend(NamedTuple):
@@ -172,6 +175,9 @@ class HalfAppend(NamedTuple):
     properties: dict[str, str]
     appended: AppendResult
     durable: Awaitable[None]
+    # where the routing pairs that end the record's properties start (the length of the properties
+    # before them), when the half's properties are those pairs after the others; -1 when unknown
+    cut: int
 
 
 class SendService:
@@ -204,7 +210,8 @@ class SendService:
         # told of every half message stored (record, its properties, where it landed): the transaction
         # service keeps it for the END_TRANSACTION that follows, so the decision needs no log read
         # (it answers the half's transaction id, which is also its offset message id)
-        self.half_stored: Callable[[RecordFields, dict[str, str], AppendResult], str] | None = None
+        # (and the properties' cut, HalfAppend.cut)
+        self.half_stored: Callable[[RecordFields, dict[str, str], AppendResult, int], str] | None = None
 
     @property
     def timer_queue_count(self) -> int:
@@ -220,7 +227,7 @@ class SendService:
             half = self.half_append(message, ctx, False)
             await half.durable
             if self.half_stored is not None:
-                self.half_stored(half.fields, half.properties, half.appended)
+                self.half_stored(half.fields, half.properties, half.appended, half.cut)
             return [self._result(message, names.HALF_TOPIC, 0, half.topic, half.appended, half.properties)]
         topic, request, properties = self._prepare(message, ctx)
         appended = await self._store.put(request)
@@ -250,7 +257,7 @@ class SendService:
             ),
         )  # fmt: skip
         appended, durable = self._store.put_record_nowait(names.HALF_TOPIC, fields, shared)
-        half: HalfAppend = _new_tuple(HalfAppend, (topic, fields, properties, appended, durable))
+        half: HalfAppend = _new_tuple(HalfAppend, (topic, fields, properties, appended, durable, -1))
         return half
 
     def half_lane_append(
@@ -311,6 +318,7 @@ class SendService:
             f"{_HALF_FLAG_PAIR}{'' if group else group_pair}"
         )
         data = b""
+        cut = -1
         count = len(record)
         if (
             count <= limits.property_count_max
@@ -326,6 +334,8 @@ class SendService:
                 data = b""
         if not data:
             data = props.encode(record)  # anything unusual: its checks, and their error
+        elif group and name.isascii():  # the text ends with the routing pairs (its queue id: digits)
+            cut = len(data) - len(name) - len(queue) - _HALF_TAIL_FIXED
         keys.append(message_id)  # records.keys_of(record): the keys, then the message id
         fields: RecordFields = _new_tuple(
             RecordFields,
@@ -335,7 +345,7 @@ class SendService:
             ),
         )  # fmt: skip
         appended, durable = self._store.put_record_nowait(names.HALF_TOPIC, fields, True)
-        half: HalfAppend = _new_tuple(HalfAppend, (topic, fields, record, appended, durable))
+        half: HalfAppend = _new_tuple(HalfAppend, (topic, fields, record, appended, durable, cut))
         return half
 
     def half_answer_fields(self, half: HalfAppend) -> tuple[str, int]:
@@ -343,7 +353,7 @@ class SendService:
         (as :meth:`send` does) and give what its response carries: (offset message id, which is also
         the transaction id; the real queue id); a half's queue offset is 0. No SendResult."""
         if self.half_stored is not None:  # it formats the id: once per half, not twice
-            offset_id = self.half_stored(half.fields, half.properties, half.appended)
+            offset_id = self.half_stored(half.fields, half.properties, half.appended, half.cut)
         else:
             offset_id = self._offset_id_prefix() + hex16(half.appended.physical_offset)
         return offset_id, int(half.properties.get(props.REAL_QUEUE_ID, half.fields.queue_id))

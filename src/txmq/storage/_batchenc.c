@@ -602,6 +602,159 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ one record (codec.encode_into) */
+
+/* an integer header field as struct packs it (">i": kind 'i', ">q": kind 'q'): objects with __index__
+   are taken, anything else is struct.error; out of range raises struct's own message for the kind */
+static int get_field(PyObject *obj, char kind, int64_t *out)
+{
+    PyObject *number;
+    if (PyLong_Check(obj)) {
+        number = obj;
+        Py_INCREF(number);
+    }
+    else if (PyIndex_Check(obj)) {
+        number = PyNumber_Index(obj);
+        if (number == NULL)
+            return -1;
+    }
+    else {
+        PyErr_SetString(struct_error, "required argument is not an integer");
+        return -1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(number, &overflow);
+    Py_DECREF(number);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow) {
+        PyErr_SetString(struct_error, kind == 'q' ? "int too large to convert" : "argument out of range");
+        return -1;
+    }
+    if (kind == 'i' && (v < INT32_MIN || v > INT32_MAX)) {
+        PyErr_SetString(struct_error, "'i' format requires -2147483648 <= number <= 2147483647");
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* the RecordFields items encode_record reads (api.RecordFields' order) */
+enum { RF_TOPIC, RF_QUEUE_ID, RF_BODY, RF_PROPERTIES, RF_TAGS, RF_FLAG, RF_SYS_FLAG, RF_BORN, RF_BORN_HOST,
+       RF_RECONSUME, RF_PREPARED, RF_READ };
+
+static PyObject *py_encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "encode_record(buf, pos, fields, store_host, queue_offset, physical_offset, store_ms)");
+        return NULL;
+    }
+    PyObject *fields = args[2];
+    if (!PyTuple_Check(fields) || PyTuple_GET_SIZE(fields) < RF_READ) {
+        PyErr_SetString(PyExc_TypeError, "encode_record: fields must be a RecordFields");
+        return NULL;
+    }
+    PyObject *topic = PyTuple_GET_ITEM(fields, RF_TOPIC);
+    PyObject *born_host = PyTuple_GET_ITEM(fields, RF_BORN_HOST);
+    PyObject *store_host = args[3];
+    if (!PyBytes_Check(topic) || !PyBytes_Check(born_host) || !PyBytes_Check(store_host)) {
+        PyErr_SetString(PyExc_TypeError, "encode_record: the topic and hosts must be bytes");
+        return NULL;
+    }
+    Py_ssize_t topic_len = PyBytes_GET_SIZE(topic), born_len = PyBytes_GET_SIZE(born_host);
+    Py_ssize_t store_len = PyBytes_GET_SIZE(store_host);
+    /* codec._names_part: the lengths' to_bytes(2 / 1, "big") */
+    if (topic_len > 0xFFFF || born_len > 0xFF || store_len > 0xFF) {
+        PyErr_SetString(PyExc_OverflowError, "int too big to convert");
+        return NULL;
+    }
+    Py_ssize_t names_len = 2 + topic_len + 1 + born_len + 1 + store_len;
+    int64_t pos, queue_offset, physical, store_ms;
+    if (get_int(args[1], 64, &pos) < 0)
+        return NULL;
+    Py_buffer out, props, body;
+    int props_held = 0, body_held = 0;
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(args[0], &out, PyBUF_WRITABLE) < 0)
+        return NULL;
+    if (get_bytes(PyTuple_GET_ITEM(fields, RF_PROPERTIES), &props, &props_held) < 0)
+        goto done;
+    if (get_bytes(PyTuple_GET_ITEM(fields, RF_BODY), &body, &body_held) < 0)
+        goto done;
+    int64_t size = (int64_t)HEADER_BYTES + names_len + 2 + props.len + 4 + body.len;
+    /* struct.pack_into's checks of the header's place, then of the whole record's (the Python path
+       writes nothing past a buffer's end either: its header pack raises first, and the writer's buffer
+       always holds the record) */
+    if (pos < 0) {
+        PyErr_Format(struct_error, "offset %lld out of range for %zd-byte buffer", (long long)pos, out.len);
+        goto done;
+    }
+    if (pos > out.len || out.len - pos < size) {
+        PyErr_Format(struct_error,
+                     "pack_into requires a buffer of at least %lld bytes for packing %lld bytes at offset %lld "
+                     "(actual buffer size is %zd)",
+                     (long long)(pos + size), (long long)size, (long long)pos, out.len);
+        goto done;
+    }
+    /* the header's fields in codec.HEADER's order, as its pack_into checks them */
+    int64_t queue_id, flag, sys_flag, born, tags, reconsume, prepared;
+    if (size > 0xFFFFFFFFll) {
+        PyErr_SetString(struct_error, "'I' format requires 0 <= number <= 4294967295");
+        goto done;
+    }
+    if (get_field(PyTuple_GET_ITEM(fields, RF_QUEUE_ID), 'i', &queue_id) < 0
+        || get_field(PyTuple_GET_ITEM(fields, RF_FLAG), 'i', &flag) < 0
+        || get_field(args[4], 'q', &queue_offset) < 0 || get_field(args[5], 'q', &physical) < 0
+        || get_field(PyTuple_GET_ITEM(fields, RF_SYS_FLAG), 'i', &sys_flag) < 0
+        || get_field(PyTuple_GET_ITEM(fields, RF_BORN), 'q', &born) < 0
+        || get_field(args[6], 'q', &store_ms) < 0 || get_field(PyTuple_GET_ITEM(fields, RF_TAGS), 'q', &tags) < 0
+        || get_field(PyTuple_GET_ITEM(fields, RF_RECONSUME), 'i', &reconsume) < 0
+        || get_field(PyTuple_GET_ITEM(fields, RF_PREPARED), 'q', &prepared) < 0)
+        goto done;
+    if (props.len > 0xFFFF) {
+        PyErr_SetString(struct_error, "'H' format requires 0 <= number <= 65535");
+        goto done;
+    }
+    unsigned char *p = (unsigned char *)out.buf + pos;
+    put_u32(p, MAGIC);
+    put_u32(p + 4, (uint32_t)size);
+    put_u32(p + 12, (uint32_t)queue_id);
+    put_u32(p + 16, (uint32_t)flag);
+    put_u64(p + 20, (uint64_t)queue_offset);
+    put_u64(p + 28, (uint64_t)physical);
+    put_u32(p + 36, (uint32_t)sys_flag);
+    put_u64(p + 40, (uint64_t)born);
+    put_u64(p + 48, (uint64_t)store_ms);
+    put_u64(p + 56, (uint64_t)tags);
+    put_u32(p + 64, (uint32_t)reconsume);
+    put_u64(p + 68, (uint64_t)prepared);
+    unsigned char *q = p + HEADER_BYTES;
+    put_u16(q, (uint32_t)topic_len);
+    memcpy(q + 2, PyBytes_AS_STRING(topic), (size_t)topic_len);
+    q += 2 + topic_len;
+    *q = (unsigned char)born_len;
+    memcpy(q + 1, PyBytes_AS_STRING(born_host), (size_t)born_len);
+    q += 1 + born_len;
+    *q = (unsigned char)store_len;
+    memcpy(q + 1, PyBytes_AS_STRING(store_host), (size_t)store_len);
+    q += 1 + store_len;
+    put_u16(q, (uint32_t)props.len);
+    memcpy(q + 2, props.buf, (size_t)props.len);
+    q += 2 + props.len;
+    put_u32(q, (uint32_t)body.len);
+    memcpy(q + 4, body.buf, (size_t)body.len);
+    put_u32(p + 8, crc32c_update(0, p + 12, (size_t)size - 12));
+    result = PyLong_FromLongLong(size);
+done:
+    if (body_held)
+        PyBuffer_Release(&body);
+    if (props_held)
+        PyBuffer_Release(&props);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 
 /* ------------------------------------------------------------------ dispatch: units, index head */
@@ -767,6 +920,8 @@ static PyMethodDef methods[] = {
     {"crc32c_table", (PyCFunction)(void (*)(void))py_crc32c_table, METH_FASTCALL,
      "CRC32C by the portable table path."},
     {"hardware", py_hardware, METH_NOARGS, "Whether CRC32C runs on the CPU's SSE4.2 instruction."},
+    {"encode_record", (PyCFunction)(void (*)(void))py_encode_record, METH_FASTCALL,
+     "Encode one record (codec.encode_into) into buf; returns its size."},
     {"pack_units", (PyCFunction)(void (*)(void))py_pack_units, METH_FASTCALL,
      "The ConsumeQueue's 20-byte units of the records from start on."},
     {"head_extend", (PyCFunction)(void (*)(void))py_head_extend, METH_FASTCALL,

@@ -108,7 +108,35 @@ def encode_into(
     physical_offset: int,
     store_timestamp_ms: int,
 ) -> int:
-    """Encode one record at ``buf[pos:]`` (which must be large enough); returns its size."""
+    """Encode one record at ``buf[pos:]`` (which must be large enough); returns its size.
+
+    With the C extension (:data:`BATCHENC`) one call packs the header, the names part, the
+    properties, the body and the CRC32C, checking every field and the buffer's room before a byte is
+    written (struct's errors for a field out of range, ``OverflowError`` for a name too long, as the
+    Python path raises them); without it, :func:`encode_into_py`, the reference the property tests
+    hold it to (tests/property/test_encode_record_native.py)."""
+    if BATCHENC is None:
+        return encode_into_py(
+            buf, pos, fields, store_host=store_host, queue_offset=queue_offset,
+            physical_offset=physical_offset, store_timestamp_ms=store_timestamp_ms,
+        )  # fmt: skip
+    size: int = BATCHENC.encode_record(
+        buf, pos, fields, store_host, queue_offset, physical_offset, store_timestamp_ms
+    )
+    return size
+
+
+def encode_into_py(
+    buf: bytearray,
+    pos: int,
+    fields: RecordFields,
+    *,
+    store_host: bytes,
+    queue_offset: int,
+    physical_offset: int,
+    store_timestamp_ms: int,
+) -> int:
+    """:func:`encode_into` in Python (the reference, and the path without the C extension)."""
     f = fields
     names = _names_part(f.topic, f.born_host, store_host)
     properties, body = f.properties, f.body

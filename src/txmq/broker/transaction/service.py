@@ -142,9 +142,10 @@ class TransactionService:
         self._deciding: dict[int, _DecisionTurn] = {}  # one decision at a time per half message
         # the last kept half a decision took under its own id, and that id (transaction_id_of's value)
         self._taken_id: tuple[int, str] = (-1, "")
-        # halves just stored, by offset, as the log holds them (with their properties), until their
-        # END_TRANSACTION takes them: the decision then reads nothing back (bounded, oldest out first)
-        self._halves: OrderedDict[int, tuple[StoredTuple, dict[str, str]]] = OrderedDict()
+        # halves just stored, by offset, as the log holds them (with their properties and the cut of
+        # their routing pairs, -1 if unknown), until their END_TRANSACTION takes them: the decision then
+        # reads nothing back (bounded, oldest out first)
+        self._halves: OrderedDict[int, tuple[StoredTuple, dict[str, str], int]] = OrderedDict()
         self._halves_bytes = 0  # their bodies and properties
         # their transaction ids (as half_stored gave them) -> their offsets: parsing an id costs more
         self._half_ids: dict[str, int] = {}
@@ -176,10 +177,14 @@ class TransactionService:
             raise errors.InvalidTransactionId(f"{transaction_id!r} is not a txmq transaction id")
         return parsed[2]
 
-    def half_stored(self, fields: RecordFields, properties: dict[str, str], appended: AppendResult) -> str:
+    def half_stored(
+        self, fields: RecordFields, properties: dict[str, str], appended: AppendResult, cut: int = -1
+    ) -> str:
         """Keep a half message the send path just stored (its write succeeded, so nothing rolls it
         back): the record :meth:`MessageStore.read` would return at ``appended.physical_offset``, and
-        ``properties``, what ``fields.properties`` encodes. At most ``limits.transaction_half_cache_max``
+        ``properties``, what ``fields.properties`` encodes; ``cut`` (``HalfAppend.cut``): where the
+        routing pairs that end ``fields.properties`` start, -1 when unknown (the commit then finds
+        them, ``reput.committed_fields``). At most ``limits.transaction_half_cache_max``
         halves and ``_bytes_max`` bytes (``_halves_max``, ``_halves_bytes_max``). Returns its
         transaction id (:meth:`transaction_id_of`), which names it to :meth:`kept_half_offset`."""
         offset = appended.physical_offset
@@ -192,7 +197,7 @@ class TransactionService:
         while halves and (
             len(halves) >= self._halves_max or self._halves_bytes + size > self._halves_bytes_max
         ):  # the oldest out: O(1) (a dict's first key is a scan past the keys deleted before it)
-            old_offset, (old, _) = halves.popitem(last=False)
+            old_offset, (old, _, _) = halves.popitem(last=False)
             self._halves_bytes -= len(old.body) + len(old.properties)
             ids.pop(self.transaction_id_of(old_offset), None)
         if len(ids) > 2 * self._halves_max:  # ids of halves taken under another spelling: a memo only
@@ -210,7 +215,7 @@ class TransactionService:
                 fields.prepared_transaction_offset,
             ),
         )  # fmt: skip
-        halves[offset] = (record, properties)
+        halves[offset] = (record, properties, cut)
         return transaction_id
 
     def _read_half(self, half_offset: int) -> StoredRecord:
@@ -235,9 +240,9 @@ class TransactionService:
         operator: bool = False,
     ) -> None:
         """Apply a producer's (or an operator's) decision; the first terminal decision wins."""
-        half_offset, half, decoded = self._take_half(topic, message_id, transaction_id)
+        half_offset, half, decoded, cut = self._take_half(topic, message_id, transaction_id)
         await self._end_in_turn(
-            half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator
+            half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator, cut
         )
 
     def end_nowait(
@@ -259,15 +264,15 @@ class TransactionService:
         nothing (a duplicate); else the coroutine of :meth:`end`, which waits its turn. Raises what
         :meth:`end` raises before anything is appended. ``half_offset``: the offset ``transaction_id``
         names, when the caller parsed it already (else -1: parsed here)."""
-        half_offset, half, decoded = self._take_half(topic, message_id, transaction_id, half_offset)
+        half_offset, half, decoded, cut = self._take_half(topic, message_id, transaction_id, half_offset)
         if half_offset in self._deciding:
             return self._end_in_turn(
-                half_offset, half, decoded, transaction_id, commit, from_check, client_id, False
+                half_offset, half, decoded, transaction_id, commit, from_check, client_id, False, cut
             )
         turn = self._deciding[half_offset] = _DecisionTurn()
         try:
             pending = self._decision(
-                half_offset, half, decoded, transaction_id, commit, from_check, client_id, False, True
+                half_offset, half, decoded, transaction_id, commit, from_check, client_id, False, True, cut
             )
         except BaseException:
             self._pass_turn(half_offset, turn)
@@ -287,17 +292,19 @@ class TransactionService:
 
     def _take_half(
         self, topic: str, message_id: str, transaction_id: str, half_offset: int = -1
-    ) -> tuple[int, StoredTuple, dict[str, str]]:
+    ) -> tuple[int, StoredTuple, dict[str, str], int]:
         """The half message a decision names (kept from its send, else read back), checked against the
-        decision's message id and topic (``half_offset``: as for :meth:`end_nowait`)."""
+        decision's message id and topic (``half_offset``: as for :meth:`end_nowait`), and the cut of
+        its properties' routing pairs (:meth:`half_stored`; -1 when read back)."""
         if half_offset < 0:
             half_offset = self._half_offset(transaction_id)
         kept = self._halves.pop(half_offset, None)
+        cut = -1
         if kept is None:
             half = StoredTuple.of(self._read_half(half_offset))
             decoded = props.decode(half.properties)
         else:
-            half, decoded = kept
+            half, decoded, cut = kept
             self._halves_bytes -= len(half.body) + len(half.properties)
             if self._half_ids.pop(transaction_id, -1) == half_offset:  # its id as half_stored formatted it
                 self._taken_id = (half_offset, transaction_id)
@@ -310,7 +317,7 @@ class TransactionService:
             raise errors.InvalidTransactionId(
                 f"transaction {transaction_id} belongs to another topic than {topic}"
             )
-        return half_offset, half, decoded
+        return half_offset, half, decoded, cut
 
     async def _end_in_turn(
         self,
@@ -322,13 +329,14 @@ class TransactionService:
         from_check: bool,
         client_id: str,
         operator: bool,
+        cut: int = -1,
     ) -> None:
         """Decide once no other decision on the half holds its turn (one at a time per half message:
         the second sees what the first stored)."""
         turn = await self._take_turn(half_offset)
         try:
             await self._decide(
-                half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator
+                half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator, cut
             )
         finally:
             self._pass_turn(half_offset, turn)
@@ -369,9 +377,10 @@ class TransactionService:
         from_check: bool,
         client_id: str,
         operator: bool,
+        cut: int = -1,
     ) -> None:
         pending = self._decision(
-            half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator
+            half_offset, half, decoded, transaction_id, commit, from_check, client_id, operator, False, cut
         )
         if pending is not None:
             await pending.durable
@@ -394,11 +403,13 @@ class TransactionService:
         client_id: str,
         operator: bool,
         shared: bool = False,
+        cut: int = -1,
     ) -> _Pending | None:
         """Decide (the caller holds the half's turn) and append what the decision records; None when
         it records nothing. Synchronous: nothing else runs between reading the state and appending.
         ``shared``: the caller only adds done callbacks to the durable awaitable, never awaits it
-        (:meth:`end_nowait`'s caller): it may be the write group's one future."""
+        (:meth:`end_nowait`'s caller): it may be the write group's one future. ``cut``: the half's
+        (:meth:`_take_half`)."""
         decision = Decision.UNKNOWN if commit is None else Decision.COMMIT if commit else Decision.ROLLBACK
         source = (
             DecisionSource.OPERATOR
@@ -434,7 +445,7 @@ class TransactionService:
         body = encode_event(kind, transaction_id, now, source, client, decision, detail)
         op = self._op_record(half_offset, event, body)
         if error is None and kind is EventKind.DECISION and decision is Decision.COMMIT:
-            records = [self._committed_record(half, decoded, now), op]
+            records = [self._committed_record(half, decoded, now, cut), op]
         else:
             records = [op]
         appended, durable = self._store.put_fields_nowait(records, shared)
@@ -445,7 +456,7 @@ class TransactionService:
         return pending
 
     def _committed_record(
-        self, half: StoredTuple, decoded: dict[str, str], now_ms: int
+        self, half: StoredTuple, decoded: dict[str, str], now_ms: int, cut: int = -1
     ) -> tuple[str, RecordFields]:
         """The real message; a delayed transactional message is delayed from the commit, not the send."""
         deliver = decoded.get(props.TIMER_DELIVER_MS)
@@ -458,7 +469,7 @@ class TransactionService:
         offset = half.physical_offset
         taken = self._taken_id  # transaction_id_of(offset) when the decision took it under that id
         transaction_id = taken[1] if taken[0] == offset else self.transaction_id_of(offset)
-        return committed_fields(half, decoded, transaction_id, keys_of(decoded))
+        return committed_fields(half, decoded, transaction_id, keys_of(decoded), cut)
 
     def _state_of(self, half_offset: int, queue_offset: int | None = None) -> TxnState:
         """The state of the half message at ``half_offset`` (``queue_offset``: its half-queue offset,
