@@ -19,6 +19,9 @@
  *       The key index's 24-byte entries: digest (8 bytes as given), offset i64, store_ms i64.
  *   offset_ids(prefix, offsets) -> list[str]
  *       prefix + f"{offset:016X}" of every offset (0 <= offset < 2**64): the send lane's offset ids.
+ *   encode_record(buf, pos, fields, store_host, queue_offset, physical_offset, store_ms) -> int
+ *       One record (codec.encode_into; fields is an api.RecordFields) at buf[pos:]: every field and the
+ *       buffer's room checked before a byte is written, the Python path's errors; returns its size.
  *   pack_units(offsets, sizes, tags_codes, start) -> bytes
  *       The ConsumeQueue's 20-byte units (offset i64, size i32, tags code i64) of the records from
  *       index start on (consume_queue.ConsumeQueue.put_run).
