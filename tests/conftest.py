@@ -10,11 +10,13 @@ import os
 # sending its port number" (2 of 3 launches with busy gRPC threads; 0 of 3 with this off).
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
 
+import asyncio
 import queue
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,6 +49,15 @@ def port_taken(output: str) -> bool:
     ports and start again (``START_ATTEMPTS``); a restart keeps its ports, clients are bound to them.
     """
     return "address already in use" in output.lower()
+
+
+@pytest.fixture(scope="module")
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """An event loop for a module's tests that drive a broker in process by ``run_until_complete``
+    (Hypothesis examples share the module's brokers, so they share its loop)."""
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
 
 
 @pytest.fixture

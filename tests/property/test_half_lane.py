@@ -70,13 +70,6 @@ def wire_properties(draw: st.DrawFn) -> dict[str, str]:
     return dict(items)
 
 
-@pytest.fixture(scope="module")
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
-
-
 def _open(loop: asyncio.AbstractEventLoop, root: Path) -> Broker:
     config = BrokerConfig(data_dir=str(root), flush=FlushMode.ASYNC)
     broker = loop.run_until_complete(Broker.open(config, clock=FakeClock(start_ms=1_800_000_000_000)))

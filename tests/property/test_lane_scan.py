@@ -134,13 +134,6 @@ class _Sink(asyncio.Transport):
 
 
 @pytest.fixture(scope="module")
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
-
-
-@pytest.fixture(scope="module")
 def brokers(loop: asyncio.AbstractEventLoop) -> Iterator[tuple[Broker, Broker, Path]]:
     clock = FakeClock(start_ms=1_800_000_000_000)
     with tempfile.TemporaryDirectory() as tmp:

@@ -62,13 +62,6 @@ _BODIES = st.sampled_from([b"", b"x", b"body" * 64, b"y" * 7, b"z" * 100, b"w" *
 
 
 @pytest.fixture(scope="module")
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
-
-
-@pytest.fixture(scope="module")
 def brokers(loop: asyncio.AbstractEventLoop) -> Iterator[tuple[Broker, Broker]]:
     clock = FakeClock(start_ms=1_800_000_000_000)
     with tempfile.TemporaryDirectory() as tmp:

@@ -72,13 +72,6 @@ def wire_properties(draw: st.DrawFn) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
-
-
-@pytest.fixture(scope="module")
 def brokers(loop: asyncio.AbstractEventLoop) -> Iterator[tuple[Broker, Broker]]:
     """Two brokers, one clock: ``cut`` commits with the kept cut, ``fallback`` without it."""
     clock = FakeClock(start_ms=1_800_000_000_000)

@@ -35,13 +35,6 @@ _USER = st.dictionaries(st.sampled_from(["a", "b", "user.x", "WAIT"]), _TEXT, ma
 
 
 @pytest.fixture(scope="module")
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
-
-
-@pytest.fixture(scope="module")
 def brokers(loop: asyncio.AbstractEventLoop) -> Iterator[tuple[Broker, Broker]]:
     """Two brokers, one clock: ``kept`` decides from the kept half, ``read`` from the log."""
     clock = FakeClock(start_ms=1_800_000_000_000)

@@ -31,13 +31,6 @@ _IDS = itertools.count(1)
 
 
 @pytest.fixture(scope="module")
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
-
-
-@pytest.fixture(scope="module")
 def broker(loop: asyncio.AbstractEventLoop) -> Iterator[Broker]:
     clock = FakeClock(start_ms=1_800_000_000_000)
     with tempfile.TemporaryDirectory() as tmp:
