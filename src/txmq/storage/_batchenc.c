@@ -225,6 +225,26 @@ enum { COL_SIZES, COL_QUEUE_IDS, COL_FLAGS, COL_QUEUE_OFFSETS, COL_SYS_FLAGS, CO
 #define HEADER_BYTES 76
 #define MAGIC 0x54584D31u
 
+/* A record's 76-byte header (codec.HEADER, big-endian) at p, the CRC32C at p + 8 left for later: the
+   values are range-checked by the caller, each stored as its field's width keeps it */
+static inline void put_header(unsigned char *p, int64_t size, int64_t queue_id, int64_t flag, int64_t queue_offset,
+                              int64_t offset, int64_t sys_flag, int64_t born, int64_t store_ms, int64_t tags,
+                              int64_t reconsume, int64_t prepared)
+{
+    put_u32(p, MAGIC);
+    put_u32(p + 4, (uint32_t)size);
+    put_u32(p + 12, (uint32_t)queue_id);
+    put_u32(p + 16, (uint32_t)flag);
+    put_u64(p + 20, (uint64_t)queue_offset);
+    put_u64(p + 28, (uint64_t)offset);
+    put_u32(p + 36, (uint32_t)sys_flag);
+    put_u64(p + 40, (uint64_t)born);
+    put_u64(p + 48, (uint64_t)store_ms);
+    put_u64(p + 56, (uint64_t)tags);
+    put_u32(p + 64, (uint32_t)reconsume);
+    put_u64(p + 68, (uint64_t)prepared);
+}
+
 static PyObject *py_encode_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 16) {
@@ -310,18 +330,8 @@ static PyObject *py_encode_batch(PyObject *self, PyObject *const *args, Py_ssize
         }
         if (!bad) {
             unsigned char *p = base + at;
-            put_u32(p, MAGIC);
-            put_u32(p + 4, (uint32_t)size);
-            put_u32(p + 12, (uint32_t)queue_id);
-            put_u32(p + 16, (uint32_t)flag);
-            put_u64(p + 20, (uint64_t)queue_offset);
-            put_u64(p + 28, (uint64_t)offset);
-            put_u32(p + 36, (uint32_t)sys_flag);
-            put_u64(p + 40, (uint64_t)born);
-            put_u64(p + 48, (uint64_t)store_ms);
-            put_u64(p + 56, (uint64_t)tags);
-            put_u32(p + 64, (uint32_t)reconsume);
-            put_u64(p + 68, (uint64_t)prepared);
+            put_header(p, size, queue_id, flag, queue_offset, offset, sys_flag, born, store_ms, tags, reconsume,
+                       prepared);
             unsigned char *q = p + HEADER_BYTES;
             memcpy(q, names.buf, (size_t)names.len);
             q += names.len;
@@ -720,18 +730,7 @@ static PyObject *py_encode_record(PyObject *self, PyObject *const *args, Py_ssiz
         goto done;
     }
     unsigned char *p = (unsigned char *)out.buf + pos;
-    put_u32(p, MAGIC);
-    put_u32(p + 4, (uint32_t)size);
-    put_u32(p + 12, (uint32_t)queue_id);
-    put_u32(p + 16, (uint32_t)flag);
-    put_u64(p + 20, (uint64_t)queue_offset);
-    put_u64(p + 28, (uint64_t)physical);
-    put_u32(p + 36, (uint32_t)sys_flag);
-    put_u64(p + 40, (uint64_t)born);
-    put_u64(p + 48, (uint64_t)store_ms);
-    put_u64(p + 56, (uint64_t)tags);
-    put_u32(p + 64, (uint32_t)reconsume);
-    put_u64(p + 68, (uint64_t)prepared);
+    put_header(p, size, queue_id, flag, queue_offset, physical, sys_flag, born, store_ms, tags, reconsume, prepared);
     unsigned char *q = p + HEADER_BYTES;
     put_u16(q, (uint32_t)topic_len);
     memcpy(q + 2, PyBytes_AS_STRING(topic), (size_t)topic_len);

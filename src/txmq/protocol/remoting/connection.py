@@ -272,24 +272,24 @@ class RemotingConnection:
 
     def next_event(self) -> Event:
         """The next event; raises ``RemoteProtocolError`` on malformed input (the connection is dead)."""
-        if self._state is ConnectionState.ERROR:
-            self._check_usable()  # raises
-        try:
-            decoded = frame.decode_frame(self._buf, self._pos)
-        except RemoteProtocolError:
-            self._state = ConnectionState.ERROR
-            raise
-        if decoded is None:
-            return self._no_frame()
-        cmd, end = decoded
-        self._consume(end)
-        return self._event(cmd)
+        cmd = self._next_frame()
+        return self._event(cmd) if isinstance(cmd, RemotingCommand) else cmd
 
     def next_command(self) -> RemotingCommand | Event:
         """``next_event`` without the ``Response`` wrapper, for a driver that only needs the answer: a
         response matched to a pending request comes as its ``RemotingCommand`` (its flag marks it a
         response; the request's code is not given), a request from the peer as itself; every other
         event as ``next_event`` gives it (``UnmatchedResponse``, ``NEED_DATA``, ``ConnectionClosed``)."""
+        cmd = self._next_frame()
+        if not isinstance(cmd, RemotingCommand):
+            return cmd
+        if cmd.flag & RPC_TYPE and self._pending.pop(cmd.opaque, None) is None:
+            return UnmatchedResponse(cmd)
+        return cmd
+
+    def _next_frame(self) -> RemotingCommand | NeedData | ConnectionClosed:
+        """The next whole frame's command, taken off the buffer, or what ``_no_frame`` says when no
+        whole frame is buffered; malformed input puts the connection in ERROR and raises."""
         if self._state is ConnectionState.ERROR:
             self._check_usable()  # raises
         try:
@@ -301,8 +301,6 @@ class RemotingConnection:
             return self._no_frame()
         cmd, end = decoded
         self._consume(end)
-        if cmd.flag & RPC_TYPE and self._pending.pop(cmd.opaque, None) is None:
-            return UnmatchedResponse(cmd)
         return cmd
 
     def _event(self, cmd: RemotingCommand) -> Event:
