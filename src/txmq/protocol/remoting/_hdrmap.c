@@ -39,13 +39,14 @@ static const char *const COMMON[] = {
 
 static PyObject *common[N_COMMON];
 static unsigned char common_len[N_COMMON];
+static uint64_t common_lengths; /* bit n: some name of the table has n bytes */
 static PyObject *one_char[128]; /* the one-character ASCII strings */
 
 static PyObject *from_table(const unsigned char *p, Py_ssize_t n)
 {
     if (n == 1)
         return p[0] < 128 ? one_char[p[0]] : NULL;
-    if (n == 0 || n > MAX_LEN)
+    if (n == 0 || n > MAX_LEN || !(common_lengths >> n & 1))
         return NULL;
     for (int i = 0; i < N_COMMON; i++)
         if (common_len[i] == n && memcmp(PyUnicode_1BYTE_DATA(common[i]), p, (size_t)n) == 0)
@@ -61,7 +62,14 @@ static PyObject *text(const unsigned char *p, Py_ssize_t n)
         Py_INCREF(known);
         return known;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) { /* eight bytes at a time: any high bit is not ASCII */
+        uint64_t word;
+        memcpy(&word, p + i, 8);
+        if (word & 0x8080808080808080ULL)
+            return PyUnicode_DecodeUTF8((const char *)p, n, "strict");
+    }
+    for (; i < n; i++)
         if (p[i] >= 0x80)
             return PyUnicode_DecodeUTF8((const char *)p, n, "strict");
     PyObject *s = PyUnicode_New(n, 127);
@@ -179,6 +187,7 @@ PyMODINIT_FUNC PyInit__hdrmap(void)
                 return NULL;
             (void)PyObject_Hash(common[i]);
             common_len[i] = (unsigned char)len;
+            common_lengths |= (uint64_t)1 << len;
         }
         for (int c = 0; c < 128; c++) {
             char ch = (char)c;
