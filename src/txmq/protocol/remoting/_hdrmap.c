@@ -107,7 +107,29 @@ static PyObject *py_binary_map(PyObject *self, PyObject *const *args, Py_ssize_t
         Py_RETURN_NONE;
     const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     Py_ssize_t end = PyBytes_GET_SIZE(args[0]);
+    /* the pairs counted first, so the dict is made at its size (no resizes on the way); a map that
+     * does not parse is left to the reference before anything is allocated */
+    Py_ssize_t pairs = 0;
+    for (Py_ssize_t at = pos; at < end; pairs++) {
+        if (end - at < 2)
+            Py_RETURN_NONE;
+        Py_ssize_t k = (Py_ssize_t)(int16_t)(((unsigned)d[at] << 8) | d[at + 1]);
+        at += 2;
+        if (k < 0 || k > end - at || end - at - k < 4)
+            Py_RETURN_NONE;
+        at += k;
+        Py_ssize_t v = (Py_ssize_t)(int32_t)(((uint32_t)d[at] << 24) | ((uint32_t)d[at + 1] << 16) |
+                                             ((uint32_t)d[at + 2] << 8) | (uint32_t)d[at + 3]);
+        at += 4;
+        if (v < 0 || v > end - at)
+            Py_RETURN_NONE;
+        at += v;
+    }
+#if PY_VERSION_HEX < 0x030D0000
+    PyObject *result = pairs > 5 ? _PyDict_NewPresized(pairs) : PyDict_New();
+#else
     PyObject *result = PyDict_New();
+#endif
     if (result == NULL)
         return NULL;
     while (pos < end) {
