@@ -18,6 +18,7 @@ maximal frame. Encoding raises ``LocalProtocolError`` for commands the chosen he
 
 from __future__ import annotations
 
+import importlib
 import json
 import struct
 from collections.abc import Callable
@@ -472,7 +473,31 @@ def _int32(data: bytes, pos: int) -> int:
     return value - 0x100000000 if value > 0x7FFFFFFF else value
 
 
+def _load_hdrmap() -> Any:
+    """The C reader of the extFields pairs (``protocol/remoting/_hdrmap.c``, built beside the mypyc
+    modules) or None: not built, or ``TXMQ_PURE=1``. Without it every map takes
+    :func:`_binary_map_py`, the reference it is held to."""
+    try:
+        return importlib.import_module("txmq.protocol.remoting._hdrmap").binary_map
+    except ImportError:
+        return None
+
+
+_HDRMAP: Final[Any] = _load_hdrmap()
+
+
 def _binary_map(data: bytes, pos: int) -> dict[str, str]:
+    """The extFields pairs from ``pos`` to the end of ``data`` (see :func:`_binary_map_py`): one C
+    call when the module is built; it answers None for anything wrong (a length out of bounds, text
+    that is not UTF-8) and the reference then raises its error."""
+    if _HDRMAP is not None:
+        result: dict[str, str] | None = _HDRMAP(data, pos)
+        if result is not None:
+            return result
+    return _binary_map_py(data, pos)
+
+
+def _binary_map_py(data: bytes, pos: int) -> dict[str, str]:
     """The extFields pairs from ``pos`` to the end of ``data``: ``(int16 kLen, k, int32 vLen, v)*``.
 
     When the pairs' bytes are all ASCII (a send's, while no length reaches 128) they are decoded once

@@ -1,0 +1,223 @@
+/* txmq.protocol.remoting._hdrmap: a ROCKETMQ binary header's extFields map, in one C call.
+ *
+ *   binary_map(data, pos) -> dict[str, str] | None
+ *
+ * data (bytes) from pos to its end holds the pairs (int16 kLen, key, int32 vLen, value)*, big-endian,
+ * as frame._binary_map reads them. The result is the dict that function returns (same pairs, same
+ * order, a key named twice keeps its first place and its last value). Keys and values are UTF-8;
+ * a string of ASCII bytes is copied straight into a new str. Common field names (the remoting
+ * headers' keys) and a few common values are taken from a table of interned str objects built at
+ * import, so they are neither allocated nor hashed per frame.
+ *
+ * None for anything wrong (a length out of bounds, a truncated pair, text that is not UTF-8, data
+ * that is not bytes, a negative pos): the caller then runs frame._binary_map, the reference, which
+ * gives the error. Written for txmq; no code copied from elsewhere.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The names of the remoting headers' fields (txmq.protocol.remoting.headers, the SEND_MESSAGE_V2
+ * single letters are the one-character cache below) and a few values seen in every frame. */
+static const char *const COMMON[] = {
+    /* send (v1 names), its answer, END_TRANSACTION, CHECK_TRANSACTION_STATE */
+    "producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag", "bornTimestamp",
+    "flag", "properties", "reconsumeTimes", "unitMode", "batch", "maxReconsumeTimes", "brokerName", "msgId",
+    "queueOffset", "transactionId", "tranStateTableOffset", "commitLogOffset", "commitOrRollback",
+    "fromTransactionCheck", "offsetMsgId", "transactionState", "bname",
+    /* pull, pop, ack, offsets, heartbeats, routes */
+    "consumerGroup", "maxMsgNums", "commitOffset", "suspendTimeoutMillis", "subscription", "subVersion",
+    "expressionType", "expression", "maxMsgBytes", "invisibleTime", "pollTime", "bornTime", "initMode",
+    "extraInfo", "offset", "nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId", "group",
+    "clientId", "timestamp", "delayLevel", "originMsgId", "originTopic", "retryTopic",
+    /* values */
+    "true", "false", "TBW102",
+};
+#define N_COMMON ((int)(sizeof(COMMON) / sizeof(COMMON[0])))
+#define MAX_LEN 32 /* longer strings are never in the table */
+
+static PyObject *common[N_COMMON];
+static unsigned char common_len[N_COMMON];
+static uint64_t common_lengths; /* bit n: some name of the table has n bytes */
+static PyObject *one_char[128]; /* the one-character ASCII strings */
+
+static PyObject *from_table(const unsigned char *p, Py_ssize_t n)
+{
+    if (n == 1)
+        return p[0] < 128 ? one_char[p[0]] : NULL;
+    if (n == 0 || n > MAX_LEN || !(common_lengths >> n & 1))
+        return NULL;
+    for (int i = 0; i < N_COMMON; i++)
+        if (common_len[i] == n && memcmp(PyUnicode_1BYTE_DATA(common[i]), p, (size_t)n) == 0)
+            return common[i];
+    return NULL;
+}
+
+/* A new reference to the str of n UTF-8 bytes at p, or NULL with an exception set. */
+static PyObject *text(const unsigned char *p, Py_ssize_t n)
+{
+    PyObject *known = from_table(p, n);
+    if (known != NULL) {
+        Py_INCREF(known);
+        return known;
+    }
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) { /* eight bytes at a time: any high bit is not ASCII */
+        uint64_t word;
+        memcpy(&word, p + i, 8);
+        if (word & 0x8080808080808080ULL)
+            return PyUnicode_DecodeUTF8((const char *)p, n, "strict");
+    }
+    for (; i < n; i++)
+        if (p[i] >= 0x80)
+            return PyUnicode_DecodeUTF8((const char *)p, n, "strict");
+    PyObject *s = PyUnicode_New(n, 127);
+    if (s != NULL && n)
+        memcpy(PyUnicode_1BYTE_DATA(s), p, (size_t)n);
+    return s;
+}
+
+static PyObject *fail(PyObject *result)
+{
+    Py_XDECREF(result);
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+            return NULL; /* out of memory: raised as is */
+        PyErr_Clear();
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_binary_map(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "binary_map(data, pos) takes 2 arguments");
+        return NULL;
+    }
+    if (!PyBytes_CheckExact(args[0]) || !PyLong_CheckExact(args[1]))
+        Py_RETURN_NONE;
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (pos < 0)
+        Py_RETURN_NONE;
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t end = PyBytes_GET_SIZE(args[0]);
+    /* the pairs counted first, so the dict is made at its size (no resizes on the way); a map that
+     * does not parse is left to the reference before anything is allocated */
+    Py_ssize_t pairs = 0;
+    for (Py_ssize_t at = pos; at < end; pairs++) {
+        if (end - at < 2)
+            Py_RETURN_NONE;
+        Py_ssize_t k = (Py_ssize_t)(int16_t)(((unsigned)d[at] << 8) | d[at + 1]);
+        at += 2;
+        if (k < 0 || k > end - at || end - at - k < 4)
+            Py_RETURN_NONE;
+        at += k;
+        Py_ssize_t v = (Py_ssize_t)(int32_t)(((uint32_t)d[at] << 24) | ((uint32_t)d[at + 1] << 16) |
+                                             ((uint32_t)d[at + 2] << 8) | (uint32_t)d[at + 3]);
+        at += 4;
+        if (v < 0 || v > end - at)
+            Py_RETURN_NONE;
+        at += v;
+    }
+#if PY_VERSION_HEX < 0x030D0000
+    PyObject *result = pairs > 5 ? _PyDict_NewPresized(pairs) : PyDict_New();
+#else
+    PyObject *result = PyDict_New();
+#endif
+    if (result == NULL)
+        return NULL;
+    while (pos < end) {
+        if (end - pos < 2)
+            return fail(result);
+        Py_ssize_t key_size = (Py_ssize_t)(int16_t)(((unsigned)d[pos] << 8) | d[pos + 1]);
+        pos += 2;
+        if (key_size < 0 || key_size > end - pos)
+            return fail(result);
+        Py_ssize_t key_start = pos;
+        pos += key_size;
+        if (end - pos < 4)
+            return fail(result);
+        int32_t raw = (int32_t)(((uint32_t)d[pos] << 24) | ((uint32_t)d[pos + 1] << 16) |
+                                ((uint32_t)d[pos + 2] << 8) | (uint32_t)d[pos + 3]);
+        Py_ssize_t value_size = (Py_ssize_t)raw;
+        pos += 4;
+        if (value_size < 0 || value_size > end - pos)
+            return fail(result);
+        PyObject *value = text(d + pos, value_size); /* the value first, as the reference decodes */
+        if (value == NULL)
+            return fail(result);
+        PyObject *key = text(d + key_start, key_size);
+        if (key == NULL) {
+            Py_DECREF(value);
+            return fail(result);
+        }
+        int rc = PyDict_SetItem(result, key, value);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (rc < 0) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        pos += value_size;
+    }
+    return result;
+}
+
+static PyObject *py_common_names(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    PyObject *names = PyTuple_New(N_COMMON);
+    if (names == NULL)
+        return NULL;
+    for (int i = 0; i < N_COMMON; i++) {
+        Py_INCREF(common[i]);
+        PyTuple_SET_ITEM(names, i, common[i]);
+    }
+    return names;
+}
+
+static PyMethodDef methods[] = {
+    {"binary_map", (PyCFunction)(void (*)(void))py_binary_map, METH_FASTCALL,
+     "The extFields dict of a ROCKETMQ header from pos, or None when the reference must judge it."},
+    {"common_names", py_common_names, METH_NOARGS, "The interned strings of the table."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "txmq.protocol.remoting._hdrmap", "A ROCKETMQ header's extFields map, in C.",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__hdrmap(void)
+{
+    if (common[0] == NULL) {
+        for (int i = 0; i < N_COMMON; i++) {
+            size_t len = strlen(COMMON[i]);
+            if (len < 2 || len > MAX_LEN) {
+                PyErr_SetString(PyExc_SystemError, "_hdrmap: a table name of a bad length");
+                return NULL;
+            }
+            common[i] = PyUnicode_InternFromString(COMMON[i]);
+            if (common[i] == NULL)
+                return NULL;
+            (void)PyObject_Hash(common[i]);
+            common_len[i] = (unsigned char)len;
+            common_lengths |= (uint64_t)1 << len;
+        }
+        for (int c = 0; c < 128; c++) {
+            char ch = (char)c;
+            one_char[c] = PyUnicode_FromStringAndSize(&ch, 1);
+            if (one_char[c] == NULL)
+                return NULL;
+            (void)PyObject_Hash(one_char[c]);
+        }
+    }
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,111 @@
+"""The C extFields reader (``protocol/remoting/_hdrmap.c``) gives what the Python reference gives.
+
+``frame._binary_map`` asks the C module first and runs ``frame._binary_map_py`` (the reference, and
+the only path without the module or with ``TXMQ_PURE=1``) when it is absent or answers None. On
+generated maps (common field names, ASCII, non-ASCII, empty strings, a key named twice) the C dict
+equals the reference's, in the same order, of exact ``str``; on truncated, mutated and arbitrary
+bytes (lengths out of bounds, invalid UTF-8) the C module answers None exactly when the reference
+raises, and ``_binary_map`` raises the same error with the same message.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from txmq.protocol.remoting import frame
+
+HDRMAP = frame._HDRMAP
+needs_c = pytest.mark.skipif(HDRMAP is None, reason="the C module is not built (pure Python)")
+
+_NAMES = st.sampled_from(
+    ["producerGroup", "msgId", "queueId", "queueOffset", "transactionId", "a", "n", "true", "false", "TBW102",
+     "", "é", "x" * 40, "commitLogOffsetX", "msgI"]
+)  # fmt: skip
+_TEXT = _NAMES | st.text(max_size=12) | st.text(alphabet=st.characters(max_codepoint=127), max_size=200)
+_PAIRS = st.lists(st.tuples(_TEXT, _TEXT), max_size=12)
+
+
+def _render(pairs: list[tuple[str, str]]) -> bytes:
+    return b"".join(frame.binary_pair(key, value) for key, value in pairs)
+
+
+def _outcome(fn: object, data: bytes, pos: int) -> tuple[str, object]:
+    try:
+        result = fn(data, pos)  # type: ignore[operator]
+    except Exception as exc:  # the error's type and message are what is compared
+        return ("error", (type(exc), str(exc)))
+    return ("ok", None if result is None else list(result.items()))
+
+
+@needs_c
+@given(_PAIRS, st.binary(max_size=8))
+@example([("producerGroup", "g"), ("msgId", "1"), ("producerGroup", "h")], b"")
+def test_c_map_equals_the_reference(pairs: list[tuple[str, str]], prefix: bytes) -> None:
+    data = prefix + _render(pairs)
+    expected = frame._binary_map_py(data, len(prefix))
+    got = HDRMAP(data, len(prefix))
+    assert got == expected
+    assert list(got.items()) == list(expected.items())
+    assert all(type(k) is str and type(v) is str for k, v in got.items())
+    assert frame._binary_map(data, len(prefix)) == expected
+
+
+@needs_c
+@settings(max_examples=300)
+@given(_PAIRS, st.data())
+@example([("a", "é")], None)
+def test_c_and_reference_agree_on_broken_maps(
+    pairs: list[tuple[str, str]], data: st.DataObject | None
+) -> None:
+    raw = bytearray(_render(pairs))
+    if data is not None and raw:
+        for _ in range(data.draw(st.integers(0, 3))):  # a few bytes changed (lengths, UTF-8 bytes)
+            at = data.draw(st.integers(0, len(raw) - 1))
+            raw[at] = data.draw(st.sampled_from([0x00, 0x7F, 0x80, 0xC3, 0xFF]))
+        raw = raw[: data.draw(st.integers(0, len(raw)))]  # truncated anywhere
+    blob = bytes(raw)
+    reference = _outcome(frame._binary_map_py, blob, 0)
+    c = _outcome(HDRMAP, blob, 0)
+    assert c == (reference if reference[0] == "ok" else ("ok", None))
+    assert _outcome(frame._binary_map, blob, 0) == reference
+
+
+@needs_c
+@given(st.binary(max_size=64), st.integers(0, 70))
+@example(b"\x00\x01\xff\x00\x00\x00\x00", 0)  # a key that is not UTF-8
+@example(b"\x00\x01a\x00\x00\x00\x01\xff", 0)  # a value that is not UTF-8
+@example(b"\xff\xff", 0)  # a negative key length
+@example(b"\x00\x00\xff\xff\xff\xff", 0)  # a negative value length
+def test_c_and_reference_agree_on_any_bytes(blob: bytes, pos: int) -> None:
+    reference = _outcome(frame._binary_map_py, blob, pos)
+    assert _outcome(HDRMAP, blob, pos) == (reference if reference[0] == "ok" else ("ok", None))
+    assert _outcome(frame._binary_map, blob, pos) == reference
+
+
+@needs_c
+def test_the_c_table_is_interned_text() -> None:
+    names = importlib.import_module("txmq.protocol.remoting._hdrmap").common_names()
+    assert len(set(names)) == len(names)
+    for name in names:
+        assert type(name) is str and name.isascii() and sys.intern(name) is name
+
+
+@needs_c
+def test_not_bytes_is_left_to_the_reference() -> None:
+    assert HDRMAP(bytearray(b"\x00\x01a\x00\x00\x00\x00"), 0) is None
+    assert HDRMAP(b"\x00\x01a\x00\x00\x00\x00", -1) is None
+    assert HDRMAP(b"\x00\x01a\x00\x00\x00\x00", 0) == {"a": ""}
+
+
+def test_pure_python_runs_without_the_c_module() -> None:
+    env = dict(os.environ, TXMQ_PURE="1")
+    code = "from txmq.protocol.remoting import frame; print(frame._HDRMAP is None, frame._binary_map(b'', 0))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "{}"]
