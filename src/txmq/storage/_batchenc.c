@@ -963,11 +963,18 @@ static int key_digest(PyObject *key, unsigned char out[8])
     return 0;
 }
 
-static PyObject *str_append; /* "append", interned */
+/* array('q', [0]) and a view of its item, held for good: a value is appended to an array('q') by
+   writing it there and concatenating (arr += one, array's own memcpy extend), which is array.append
+   of that value without its argument parsing (~0.6k instructions each, three per key). An array of
+   another kind refuses the concatenation (TypeError), as it would refuse nothing silently. */
+static PyObject *one_item;
+static Py_buffer one_view;
 
-static int append_to(PyObject *array, PyObject *value)
+static int append_i64(PyObject *array, int64_t value)
 {
-    PyObject *done = PyObject_CallMethodOneArg(array, str_append, value);
+    long long item = (long long)value;
+    memcpy(one_view.buf, &item, sizeof item);
+    PyObject *done = PySequence_InPlaceConcat(array, one_item);
     if (done == NULL)
         return -1;
     Py_DECREF(done);
@@ -1038,14 +1045,8 @@ static PyObject *py_index_add(PyObject *self, PyObject *const *args, Py_ssize_t 
         Py_DECREF(hashed);
         if (rc < 0)
             goto fail;
-        if (append_to(offsets, offset_obj) < 0 || append_to(stamps, stamp_obj) < 0)
-            goto fail;
-        PyObject *previous_obj = PyLong_FromSsize_t(last);
-        if (previous_obj == NULL)
-            goto fail;
-        rc = append_to(previous, previous_obj);
-        Py_DECREF(previous_obj);
-        if (rc < 0)
+        if (append_i64(offsets, offset) < 0 || append_i64(stamps, store_ms) < 0 ||
+            append_i64(previous, (int64_t)last) < 0)
             goto fail;
         Py_ssize_t used = PyByteArray_GET_SIZE(pending);
         if (PyByteArray_Resize(pending, used + 24) < 0)
@@ -1104,7 +1105,20 @@ PyMODINIT_FUNC PyInit__batchenc(void)
     Py_DECREF(struct_module);
     if (struct_error == NULL)
         return NULL;
-    if (str_append == NULL && (str_append = PyUnicode_InternFromString("append")) == NULL)
-        return NULL;
+    if (one_item == NULL) {
+        PyObject *array_module = PyImport_ImportModule("array");
+        if (array_module == NULL)
+            return NULL;
+        one_item = PyObject_CallMethod(array_module, "array", "s[i]", "q", 0);
+        Py_DECREF(array_module);
+        if (one_item == NULL)
+            return NULL;
+        if (PyObject_GetBuffer(one_item, &one_view, PyBUF_WRITABLE) < 0)
+            return NULL;
+        if (one_view.len != (Py_ssize_t)sizeof(long long)) {
+            PyErr_SetString(PyExc_SystemError, "_batchenc: array('q') items are not 8 bytes");
+            return NULL;
+        }
+    }
     return PyModule_Create(&module);
 }
