@@ -5,7 +5,8 @@ that is not its record's refused, an out-of-range field refused as struct does),
 table) against ``crc32c.crc32c``, the blake2b-8 key digests against hashlib, the index entries
 against ``ENTRY``, the send lane's offset message ids against ``_HEX16``, a run's ConsumeQueue units
 against ``consume_queue.pack_units_py``, the key index's head extended in C against
-``ActiveEntries.extend_new``.
+``ActiveEntries.extend_new``, one record's index entries (``index_add``) against
+``KeyIndex._add_keys_py``.
 
 Skipped where the extension is not built (a pure install, ``TXMQ_PURE=1``): the Python paths are then
 the ones that run, and ``test_batch_append.py`` holds them to ``codec.encode``."""
@@ -17,6 +18,7 @@ import os
 import struct
 import subprocess
 import sys
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,8 @@ from tests.conftest import subprocess_env
 from txmq.broker.send import _HEX16, _hex16s, offset_ids
 from txmq.storage import codec
 from txmq.storage.consume_queue import pack_units, pack_units_py
-from txmq.storage.index import ActiveEntries, key_digests_py, key_hash, key_hashes
+from txmq.storage.fs import FaultyFileSystem
+from txmq.storage.index import ActiveEntries, KeyIndex, key_digests_py, key_hash, key_hashes
 from txmq.storage.index_sealed import ENTRY
 
 NATIVE: Any = codec.BATCHENC
@@ -365,3 +368,102 @@ def test_head_extend_refuses_digests_that_are_not_whole() -> None:
     with pytest.raises(TypeError):
         NATIVE.head_extend([], b"x" * 8, 0)
     assert head == {}
+
+
+def _index() -> KeyIndex:
+    return KeyIndex(FaultyFileSystem(), "/data/index", lambda topic, properties: [])
+
+
+def _state(index: KeyIndex) -> tuple[object, ...]:
+    active = index.active
+    return (list(active.head.items()), active.offsets, active.stamps, active.previous, bytes(index._pending))
+
+
+_POOL = ["k", "UNIQ-0A0B0C", "%TXOP%4242", "é-key", "x" * 128, "y" * 129, "", "日本"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    records=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(_POOL) | _key_text, max_size=4),
+            st.integers(-3, 5000),  # below a key's newest entry sometimes: that key is skipped
+            st.integers(-(1 << 63), (1 << 63) - 1),
+        ),
+        max_size=12,
+    )
+)
+def test_index_add_makes_the_entries_add_keys_py_makes(records: list[tuple[list[str], int, int]]) -> None:
+    """``_batchenc.index_add`` (``KeyIndex.add``'s C call) against ``KeyIndex._add_keys_py`` record by
+    record: the same head (items in the same order), arrays and packed entries, whether a key is new,
+    repeats in its record, was indexed before (the memo of recent keys: equal text in a new str), or
+    has an entry at or after the offset. Keys are copied into fresh str objects each time."""
+    python, native = _index(), _index()
+    for keys, offset, store_ms in records:
+        copies = ["".join(list(key)) for key in keys]  # equal text, other objects (the memo's case)
+        python._add_keys_py(copies, offset, store_ms)
+        active = native.active
+        NATIVE.index_add(
+            active.head, active.offsets, active.stamps, active.previous, native._pending, tuple(keys),
+            offset, store_ms,
+        )  # fmt: skip
+        assert _state(native) == _state(python)
+    for key in {key for keys, _, _ in records for key in keys}:
+        assert NATIVE.key_digests([key]) == hashlib.blake2b(key.encode(), digest_size=8).digest()
+
+
+def test_index_add_memo_evicts_and_still_hashes_right() -> None:
+    """More distinct keys than the memo holds, then all of them again (equal text, new objects) and a
+    str subclass: every entry is the one hashlib gives."""
+    python, native = _index(), _index()
+    keys = [f"key-{i}" for i in range(2000)] + ["é" * 200]
+    for round_ in range(2):
+        for i, key in enumerate(keys):
+            offset = round_ * 10_000 + i
+            python._add_keys_py([key], offset, 5)
+            active = native.active
+            NATIVE.index_add(
+                active.head, active.offsets, active.stamps, active.previous, native._pending,
+                ["".join(list(key))], offset, 5,
+            )  # fmt: skip
+    assert _state(native) == _state(python)
+
+    class Key(str):
+        pass
+
+    entries = bytearray()
+    NATIVE.index_add({}, array("q"), array("q"), array("q"), entries, [Key("key-7")], 1, 2)
+    assert entries[:8] == hashlib.blake2b(b"key-7", digest_size=8).digest()
+
+
+def test_index_add_refuses_what_add_keys_py_refuses() -> None:
+    """A key that is not a str, or one str.encode refuses: the error the compiled ``_add_keys_py``
+    raises (a bytes key: TypeError, its loop variable being a str), after the same entries."""
+    for bad in ([b"bytes"], ["\ud800"]):
+        python, native = _index(), _index()
+        with pytest.raises((TypeError, UnicodeEncodeError)) as want:
+            python._add_keys_py(["ok", *bad], 7, 1)  # type: ignore[list-item]
+        active = native.active
+        with pytest.raises((TypeError, UnicodeEncodeError)) as got:
+            NATIVE.index_add(
+                active.head, active.offsets, active.stamps, active.previous, native._pending, ["ok", *bad],
+                7, 1,
+            )  # fmt: skip
+        assert type(got.value) is type(want.value)
+        assert str(got.value) == str(want.value)
+        assert _state(native) == _state(python)
+    with pytest.raises(TypeError):
+        NATIVE.index_add({}, array("q"), array("q"), array("q"), b"", ["k"], 1, 2)  # pending not a bytearray
+    with pytest.raises(TypeError):
+        NATIVE.index_add([], array("q"), array("q"), array("q"), bytearray(), ["k"], 1, 2)
+
+
+def test_key_index_add_takes_the_c_call() -> None:
+    """``KeyIndex.add`` with the extension: the entries of ``_add_keys_py``, replays skipped."""
+    python, native = _index(), _index()
+    for offset, keys in ((10, ("a", "b")), (20, ("a",)), (20, ("c",)), (15, ("d",)), (30, ("a", "a"))):
+        native.add("T", b"", offset, 99, keys)
+        if offset > python._last_offset:
+            python._last_offset = offset
+            python._add_keys_py(keys, offset, 99)
+    assert _state(native) == _state(python)

@@ -5,21 +5,26 @@ the only path without the module or with ``TXMQ_PURE=1``) when it is absent or a
 generated maps (common field names, ASCII, non-ASCII, empty strings, a key named twice) the C dict
 equals the reference's, in the same order, of exact ``str``; on truncated, mutated and arbitrary
 bytes (lengths out of bounds, invalid UTF-8) the C module answers None exactly when the reference
-raises, and ``_binary_map`` raises the same error with the same message.
+raises, and ``_binary_map`` raises the same error with the same message. The C command maker
+(``command.new_command``) builds what ``command.new_command_py`` builds.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import importlib
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from txmq.protocol.remoting import frame
+from txmq.protocol.remoting import command, frame
+from txmq.protocol.remoting.codes import LanguageCode, SerializeType
 
 HDRMAP = frame._HDRMAP
 needs_c = pytest.mark.skipif(HDRMAP is None, reason="the C module is not built (pure Python)")
@@ -109,3 +114,58 @@ def test_pure_python_runs_without_the_c_module() -> None:
     code = "from txmq.protocol.remoting import frame; print(frame._HDRMAP is None, frame._binary_map(b'', 0))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "{}"]
+
+
+_COMMAND_FIELDS = st.tuples(
+    st.integers(-(1 << 40), 1 << 40),
+    st.integers(-(1 << 31), (1 << 31) - 1),
+    st.integers(0, 3),
+    st.none() | st.text(max_size=8),
+    st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=3),
+    st.binary(max_size=16),
+    st.sampled_from(list(LanguageCode)),
+    st.integers(-5, 500),
+    st.sampled_from(list(SerializeType)),
+)
+
+
+@needs_c
+@given(_COMMAND_FIELDS)
+def test_c_command_is_the_references_command(values: tuple[Any, ...]) -> None:
+    """``new_command`` (the C maker) against ``new_command_py``: the same class, equal, each field the
+    very object given (an int: an equal int), still frozen, tracked by the GC like any instance."""
+    got = command.new_command(*values)
+    want = command.new_command_py(*values)
+    assert type(got) is type(want) is command.RemotingCommand
+    assert got == want
+    assert repr(got) == repr(want)
+    for f, value in zip(dataclasses.fields(command.RemotingCommand), values, strict=True):
+        stored = getattr(got, f.name)
+        if type(value) is int:  # compiled, an int argument is unboxed and boxed again
+            assert type(stored) is int and stored == value == getattr(want, f.name)
+        else:
+            assert stored is value
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        got.code = 1  # type: ignore[misc]
+    assert gc.is_tracked(got) == gc.is_tracked(want)
+    assert dataclasses.replace(got, code=5) == dataclasses.replace(want, code=5)
+
+
+@needs_c
+def test_bind_command_refuses_what_is_not_a_slot_class() -> None:
+    module = importlib.import_module("txmq.protocol.remoting._hdrmap")
+    cls = command.RemotingCommand
+    descriptors = tuple(cls.__dict__[f.name] for f in dataclasses.fields(cls))
+    with pytest.raises(TypeError):
+        module.bind_command(command.RemotingCommand, descriptors[:8])
+
+    class Plain:
+        pass
+
+    with pytest.raises(TypeError):
+        module.bind_command(Plain, descriptors)  # the descriptors are another class's
+    with pytest.raises(TypeError):
+        module.bind_command(command.RemotingCommand, (property(lambda self: 0),) * 9)
+    module.bind_command(command.RemotingCommand, descriptors)  # as command.py bound it
+    values = (1, 2, 3, None, {}, b"", LanguageCode.JAVA, 0, SerializeType.JSON)
+    assert command.new_command(*values) == command.new_command_py(*values)

@@ -25,6 +25,11 @@
  *   pack_units(offsets, sizes, tags_codes, start) -> bytes
  *       The ConsumeQueue's 20-byte units (offset i64, size i32, tags code i64) of the records from
  *       index start on (consume_queue.ConsumeQueue.put_run).
+ *   index_add(head, offsets, stamps, previous, pending, keys, offset, store_ms) -> None
+ *       One record's key index entries, key by key as index.KeyIndex._add_keys_py makes them (the
+ *       hash, the head dict, the three arrays, the packed entry appended to pending); a key seen a
+ *       moment ago (a transaction's half and its committed message) takes its digest from a small
+ *       memo of recent keys instead of hashing it again.
  *   head_extend(head, digests, first) -> bool
  *       The key index's head dict given hash -> first + i for every 8-byte digest (read big-endian)
  *       when none is in it yet and none repeats, else False and head unchanged
@@ -910,6 +915,158 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ index: one record's keys */
+
+/* A few recent keys' digests, so a key indexed twice in a short while (a transaction's half and its
+   committed message share their UNIQ_KEY) is hashed once: direct-mapped by the str's own hash, a hit
+   only for an exact str equal to the one kept (the digest depends on nothing but the text). */
+#define MEMO_SLOTS 256
+#define MEMO_KEY_MAX 128 /* longer keys are not kept */
+static struct {
+    PyObject *key; /* a strong reference to an exact str, or NULL */
+    unsigned char digest[8];
+} memo[MEMO_SLOTS];
+
+/* the key's blake2b-8 digest into out; 0, or -1 with an exception: a key that is not a str is the
+   TypeError the compiled KeyIndex._add_keys_py raises for it (its loop variable is a str), a str
+   that str.encode refuses its UnicodeEncodeError */
+static int key_digest(PyObject *key, unsigned char out[8])
+{
+    if (!PyUnicode_Check(key)) {
+        PyErr_Format(PyExc_TypeError, "str object expected; got %.100s", Py_TYPE(key)->tp_name);
+        return -1;
+    }
+    int memoable = PyUnicode_CheckExact(key) && PyUnicode_GET_LENGTH(key) <= MEMO_KEY_MAX;
+    Py_ssize_t slot = 0;
+    if (memoable) {
+        Py_hash_t h = PyObject_Hash(key); /* an exact str: cannot fail */
+        slot = (Py_ssize_t)((size_t)h % MEMO_SLOTS);
+        PyObject *kept = memo[slot].key;
+        if (kept != NULL && (kept == key || (PyUnicode_GET_LENGTH(kept) == PyUnicode_GET_LENGTH(key) &&
+                                             PyUnicode_KIND(kept) == PyUnicode_KIND(key) &&
+                                             memcmp(PyUnicode_DATA(kept), PyUnicode_DATA(key),
+                                                    (size_t)(PyUnicode_GET_LENGTH(key) * PyUnicode_KIND(key))) == 0))) {
+            memcpy(out, memo[slot].digest, 8);
+            return 0;
+        }
+    }
+    Py_ssize_t len;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(key, &len); /* UnicodeEncodeError as str.encode */
+    if (utf8 == NULL)
+        return -1;
+    blake2b_8((const unsigned char *)utf8, (size_t)len, out);
+    if (memoable) {
+        Py_INCREF(key);
+        Py_XSETREF(memo[slot].key, key);
+        memcpy(memo[slot].digest, out, 8);
+    }
+    return 0;
+}
+
+/* array('q', [0]) and a view of its item, held for good: a value is appended to an array('q') by
+   writing it there and concatenating (arr += one, array's own memcpy extend), which is array.append
+   of that value without its argument parsing (~0.6k instructions each, three per key). An array of
+   another kind refuses the concatenation (TypeError), as it would refuse nothing silently. */
+static PyObject *one_item;
+static Py_buffer one_view;
+
+static int append_i64(PyObject *array, int64_t value)
+{
+    long long item = (long long)value;
+    memcpy(one_view.buf, &item, sizeof item);
+    PyObject *done = PySequence_InPlaceConcat(array, one_item);
+    if (done == NULL)
+        return -1;
+    Py_DECREF(done);
+    return 0;
+}
+
+/* index_add(head, offsets, stamps, previous, pending, keys, offset, store_ms) -> None: the key
+   index's entries of one record's keys, as index.KeyIndex.add_py makes them key by key: the key's
+   hash (key_hash), its newest entry from head (an entry of the same hash at or after offset: nothing
+   for this key), head[hash] = len(offsets), offset, store_ms and the previous entry appended to the
+   three arrays, the 24-byte entry (index_sealed.ENTRY) appended to pending (a bytearray) */
+static PyObject *py_index_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8 || !PyDict_CheckExact(args[0]) || !PyByteArray_CheckExact(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "index_add(head: dict, offsets, stamps, previous, pending: bytearray, keys, offset, store_ms)");
+        return NULL;
+    }
+    PyObject *head = args[0], *offsets = args[1], *stamps = args[2], *previous = args[3], *pending = args[4];
+    PyObject *offset_obj = args[6], *stamp_obj = args[7];
+    PyObject *seq = PySequence_Fast(args[5], "index_add: keys must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    int64_t offset = 0, store_ms = 0;
+    if (count && (get_int(offset_obj, 64, &offset) < 0 || get_int(stamp_obj, 64, &store_ms) < 0))
+        goto fail;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        unsigned char digest[8];
+        if (key_digest(PySequence_Fast_GET_ITEM(seq, i), digest) < 0)
+            goto fail;
+        uint64_t h = 0;
+        for (int k = 0; k < 8; k++)
+            h = h << 8 | digest[k];
+        PyObject *hashed = PyLong_FromUnsignedLongLong(h);
+        if (hashed == NULL)
+            goto fail;
+        PyObject *before = PyDict_GetItemWithError(head, hashed); /* borrowed */
+        Py_ssize_t last = -1;
+        if (before == NULL && PyErr_Occurred())
+            goto fail_hashed;
+        if (before != NULL) {
+            last = PyLong_AsSsize_t(before);
+            if (last == -1 && PyErr_Occurred())
+                goto fail_hashed;
+        }
+        if (last >= 0) {
+            PyObject *at = PySequence_GetItem(offsets, last);
+            if (at == NULL)
+                goto fail_hashed;
+            int newer = PyObject_RichCompareBool(at, offset_obj, Py_GE);
+            Py_DECREF(at);
+            if (newer < 0)
+                goto fail_hashed;
+            if (newer) {
+                Py_DECREF(hashed);
+                continue; /* the same key twice in a record, or a replay */
+            }
+        }
+        Py_ssize_t size = PyObject_Length(offsets);
+        if (size < 0)
+            goto fail_hashed;
+        PyObject *position = PyLong_FromSsize_t(size);
+        if (position == NULL)
+            goto fail_hashed;
+        int rc = PyDict_SetItem(head, hashed, position);
+        Py_DECREF(position);
+        Py_DECREF(hashed);
+        if (rc < 0)
+            goto fail;
+        if (append_i64(offsets, offset) < 0 || append_i64(stamps, store_ms) < 0 ||
+            append_i64(previous, (int64_t)last) < 0)
+            goto fail;
+        Py_ssize_t used = PyByteArray_GET_SIZE(pending);
+        if (PyByteArray_Resize(pending, used + 24) < 0)
+            goto fail;
+        unsigned char *out = (unsigned char *)PyByteArray_AS_STRING(pending) + used;
+        memcpy(out, digest, 8);
+        put_u64(out + 8, (uint64_t)offset);
+        put_u64(out + 16, (uint64_t)store_ms);
+        continue;
+    fail_hashed:
+        Py_DECREF(hashed);
+        goto fail;
+    }
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(seq);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"encode_batch", (PyCFunction)(void (*)(void))py_encode_batch, METH_FASTCALL,
      "Encode a batch's records into buf (see the module's source)."},
@@ -928,6 +1085,8 @@ static PyMethodDef methods[] = {
      "The ConsumeQueue's 20-byte units of the records from start on."},
     {"head_extend", (PyCFunction)(void (*)(void))py_head_extend, METH_FASTCALL,
      "The key index's head extended by fresh, distinct hashes, or False (unchanged)."},
+    {"index_add", (PyCFunction)(void (*)(void))py_index_add, METH_FASTCALL,
+     "The key index's entries of one record's keys (index.KeyIndex.add_py's steps)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -946,5 +1105,20 @@ PyMODINIT_FUNC PyInit__batchenc(void)
     Py_DECREF(struct_module);
     if (struct_error == NULL)
         return NULL;
+    if (one_item == NULL) {
+        PyObject *array_module = PyImport_ImportModule("array");
+        if (array_module == NULL)
+            return NULL;
+        one_item = PyObject_CallMethod(array_module, "array", "s[i]", "q", 0);
+        Py_DECREF(array_module);
+        if (one_item == NULL)
+            return NULL;
+        if (PyObject_GetBuffer(one_item, &one_view, PyBUF_WRITABLE) < 0)
+            return NULL;
+        if (one_view.len != (Py_ssize_t)sizeof(long long)) {
+            PyErr_SetString(PyExc_SystemError, "_batchenc: array('q') items are not 8 bytes");
+            return NULL;
+        }
+    }
     return PyModule_Create(&module);
 }

@@ -1,5 +1,6 @@
 # The C extension's interface (src/txmq/storage/_batchenc.c); codec.py and index.py load it at run
 # time (None when it is not built), the Python code they fall back to is the reference.
+from array import array
 from collections.abc import Iterable, Sequence
 
 from _typeshed import ReadableBuffer, WriteableBuffer
@@ -41,3 +42,13 @@ def pack_units(
     offsets: Sequence[int], sizes: Sequence[int], tags_codes: Sequence[int], start: int
 ) -> bytes: ...
 def head_extend(head: dict[int, int], digests: ReadableBuffer, first: int) -> bool: ...
+def index_add(
+    head: dict[int, int],
+    offsets: array[int],
+    stamps: array[int],
+    previous: array[int],
+    pending: bytearray,
+    keys: Sequence[str],
+    offset: int,
+    store_ms: int,
+) -> None: ...

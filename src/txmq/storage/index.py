@@ -204,7 +204,20 @@ class KeyIndex:
         if physical_offset <= self._last_offset:
             return  # idempotent replay
         self._last_offset = physical_offset
-        for key in self.keys_fn(topic, properties) if keys is None else keys:
+        if keys is None:
+            keys = self.keys_fn(topic, properties)
+        if BATCHENC is not None:  # one C call: hash, head, arrays and the packed entry of every key
+            active = self.active
+            BATCHENC.index_add(
+                active.head, active.offsets, active.stamps, active.previous, self._pending, keys,
+                physical_offset, store_ms,
+            )  # fmt: skip
+            return
+        self._add_keys_py(keys, physical_offset, store_ms)
+
+    def _add_keys_py(self, keys: Sequence[str], physical_offset: int, store_ms: int) -> None:
+        """The entries of one record's keys, key by key: the reference of ``_batchenc.index_add``."""
+        for key in keys:
             hashed = key_hash(key)
             if self.active.append(hashed, physical_offset, store_ms):
                 self._pending += ENTRY.pack(hashed, physical_offset, store_ms)

@@ -11,12 +11,21 @@
  *
  * None for anything wrong (a length out of bounds, a truncated pair, text that is not UTF-8, data
  * that is not bytes, a negative pos): the caller then runs frame._binary_map, the reference, which
- * gives the error. Written for txmq; no code copied from elsewhere.
+ * gives the error.
+ *
+ *   bind_command(cls, descriptors) -> None;  command(code, opaque, ..., serialize_type) -> cls
+ *
+ * The decoded frame's RemotingCommand: command.py binds the class and its nine fields' slot
+ * descriptors once (each checked to be a plain object slot of the class), then command() allocates
+ * an instance as object.__new__ does and stores the nine values in their slots, what
+ * command.new_command_py does through the descriptors' __set__ (nine Python-level calls).
+ * Written for txmq; no code copied from elsewhere.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <structmember.h>
 
 /* The names of the remoting headers' fields (txmq.protocol.remoting.headers, the SEND_MESSAGE_V2
  * single letters are the one-character cache below) and a few values seen in every frame. */
@@ -38,19 +47,21 @@ static const char *const COMMON[] = {
 #define MAX_LEN 32 /* longer strings are never in the table */
 
 static PyObject *common[N_COMMON];
-static unsigned char common_len[N_COMMON];
-static uint64_t common_lengths; /* bit n: some name of the table has n bytes */
+/* the table's strings by length: by_len[len_start[n] .. len_start[n + 1]) are those of n bytes */
+static PyObject *by_len[N_COMMON];
+static unsigned char len_start[MAX_LEN + 2];
 static PyObject *one_char[128]; /* the one-character ASCII strings */
 
 static PyObject *from_table(const unsigned char *p, Py_ssize_t n)
 {
     if (n == 1)
         return p[0] < 128 ? one_char[p[0]] : NULL;
-    if (n == 0 || n > MAX_LEN || !(common_lengths >> n & 1))
+    if (n > MAX_LEN)
         return NULL;
-    for (int i = 0; i < N_COMMON; i++)
-        if (common_len[i] == n && memcmp(PyUnicode_1BYTE_DATA(common[i]), p, (size_t)n) == 0)
-            return common[i];
+    /* only the names of this length are compared (none for most values: an empty range) */
+    for (int i = len_start[n]; i < len_start[n + 1]; i++)
+        if (memcmp(PyUnicode_1BYTE_DATA(by_len[i]), p, (size_t)n) == 0)
+            return by_len[i];
     return NULL;
 }
 
@@ -183,10 +194,80 @@ static PyObject *py_common_names(PyObject *self, PyObject *unused)
     return names;
 }
 
+/* ------------------------------------------------------------------ the command object */
+
+#define COMMAND_FIELDS 9
+static PyTypeObject *command_type;           /* RemotingCommand, once bound */
+static Py_ssize_t command_offset[COMMAND_FIELDS]; /* where each field's slot is in the object */
+
+/* bind_command(cls, descriptors): cls's slot descriptors (its fields' member descriptors, in
+ * field order) checked and their offsets kept, for command() */
+static PyObject *py_bind_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2 || !PyType_Check(args[0]) || !PyTuple_CheckExact(args[1]) ||
+        PyTuple_GET_SIZE(args[1]) != COMMAND_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "bind_command(cls, descriptors: tuple of 9 slot descriptors)");
+        return NULL;
+    }
+    PyTypeObject *cls = (PyTypeObject *)args[0];
+    if (cls->tp_dictoffset != 0 || cls->tp_itemsize != 0) {
+        PyErr_SetString(PyExc_TypeError, "bind_command: the class must have slots only");
+        return NULL;
+    }
+    Py_ssize_t offsets[COMMAND_FIELDS];
+    for (int i = 0; i < COMMAND_FIELDS; i++) {
+        PyObject *descr = PyTuple_GET_ITEM(args[1], i);
+        if (Py_TYPE(descr) != &PyMemberDescr_Type || ((PyDescrObject *)descr)->d_type != cls) {
+            PyErr_SetString(PyExc_TypeError, "bind_command: not a slot descriptor of the class");
+            return NULL;
+        }
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || (member->flags & READONLY) || member->offset < (Py_ssize_t)sizeof(PyObject) ||
+            member->offset + (Py_ssize_t)sizeof(PyObject *) > cls->tp_basicsize) {
+            PyErr_SetString(PyExc_TypeError, "bind_command: a slot that is not a plain object slot");
+            return NULL;
+        }
+        offsets[i] = member->offset;
+    }
+    Py_INCREF(cls);
+    Py_XSETREF(command_type, cls);
+    memcpy(command_offset, offsets, sizeof offsets);
+    Py_RETURN_NONE;
+}
+
+/* command(code, opaque, flag, remark, ext_fields, body, language, version, serialize_type): a new
+ * instance of the bound class with its slots set to the arguments, as object.__new__(cls) and each
+ * slot descriptor's __set__ make it (command.new_command_py); the values are stored as given */
+static PyObject *py_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (command_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "command: bind_command was not called");
+        return NULL;
+    }
+    if (nargs != COMMAND_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "command() takes the 9 fields");
+        return NULL;
+    }
+    PyObject *obj = command_type->tp_alloc(command_type, 0);
+    if (obj == NULL)
+        return NULL;
+    for (int i = 0; i < COMMAND_FIELDS; i++) {
+        Py_INCREF(args[i]);
+        *(PyObject **)((char *)obj + command_offset[i]) = args[i];
+    }
+    return obj;
+}
+
 static PyMethodDef methods[] = {
     {"binary_map", (PyCFunction)(void (*)(void))py_binary_map, METH_FASTCALL,
      "The extFields dict of a ROCKETMQ header from pos, or None when the reference must judge it."},
     {"common_names", py_common_names, METH_NOARGS, "The interned strings of the table."},
+    {"bind_command", (PyCFunction)(void (*)(void))py_bind_command, METH_FASTCALL,
+     "Keep the command class and its fields' slot offsets for command()."},
+    {"command", (PyCFunction)(void (*)(void))py_command, METH_FASTCALL,
+     "A command of the bound class with its nine fields set (command.new_command_py's object)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -208,8 +289,13 @@ PyMODINIT_FUNC PyInit__hdrmap(void)
             if (common[i] == NULL)
                 return NULL;
             (void)PyObject_Hash(common[i]);
-            common_len[i] = (unsigned char)len;
-            common_lengths |= (uint64_t)1 << len;
+        }
+        int placed = 0; /* by_len: the table sorted by length (a counting sort) */
+        for (int n = 0; n <= MAX_LEN + 1; n++) {
+            len_start[n] = (unsigned char)placed;
+            for (int i = 0; i < N_COMMON && n <= MAX_LEN; i++)
+                if (strlen(COMMON[i]) == (size_t)n)
+                    by_len[placed++] = common[i];
         }
         for (int c = 0; c < 128; c++) {
             char ch = (char)c;

@@ -66,6 +66,8 @@ class BrokerHandler:
             result = route(self._ctx, request, endpoint)
         except Exception as exc:  # noqa: BLE001 - mapped to a response code in one place
             return None if request.is_oneway else error_response(request, exc)
+        if result is None or type(result) is Deferred or type(result) is RemotingCommand:
+            return result  # the usual answers, none a coroutine: no ABC isinstance (~1.5k instructions)
         if isinstance(result, Coroutine):
             return self._guarded(request, result)
         return result

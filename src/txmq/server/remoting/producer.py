@@ -357,7 +357,7 @@ def end_transaction(
         return _end_failed(request, endpoint, transaction_id, exc)
     if started is None:  # decided before: nothing to store
         return None if request.is_oneway else make_response(request, ResponseCode.SUCCESS)
-    if isinstance(started, Coroutine):
+    if type(started) is not tuple and isinstance(started, Coroutine):  # a tuple: no ABC isinstance
         return _end_later(request, endpoint, transaction_id, started)
     durable, finish = started
 
