@@ -166,6 +166,8 @@ def _plain_batch_body(messages: Sequence[Message], ids: Sequence[str], id_tail: 
     pack = _ENTRY_HEAD.pack
     prefixes = _PLAIN_PREFIXES
     fixed = len(_UNIQ_KEY_PAIR) + len(id_tail)
+    last_body_len = last_properties_len = -1
+    head = prefix = b""
     for message, message_id in zip(messages, ids, strict=True):  # lengths checked by the caller
         # getattr: compiled, ``message.body`` is checked to be bytes, and a body may be a bytearray
         raw: object = getattr(message, "body")  # noqa: B009
@@ -185,16 +187,27 @@ def _plain_batch_body(messages: Sequence[Message], ids: Sequence[str], id_tail: 
         ):
             return None
         body = raw
+        body_len = len(body)
         properties_len = fixed + len(message_id)
-        total = _ENTRY_HEAD.size + len(body) + 2 + properties_len
-        if properties_len > _PLAIN_PROPERTIES_MAX or total > _INT32_MAX:
-            return None
-        prefix = prefixes.get(properties_len)
-        if prefix is None:
-            prefix = properties_len.to_bytes(2, "big") + _UNIQ_KEY_PAIR
-            if len(prefixes) < 64:
-                prefixes[properties_len] = prefix
-        parts += (pack(total, 0, 0, 0, len(body)), body, prefix, message_id.encode("ascii"), id_tail)
+        if body_len != last_body_len or properties_len != last_properties_len:
+            # a batch's entries are mostly alike (one body size, ids of one length): head and
+            # prefix made again only when a length changes, not packed per message
+            total = _ENTRY_HEAD.size + body_len + 2 + properties_len
+            if properties_len > _PLAIN_PROPERTIES_MAX or total > _INT32_MAX:
+                return None
+            head = pack(total, 0, 0, 0, body_len)
+            known = prefixes.get(properties_len)
+            if known is None:
+                known = properties_len.to_bytes(2, "big") + _UNIQ_KEY_PAIR
+                if len(prefixes) < 64:
+                    prefixes[properties_len] = known
+            prefix = known
+            last_body_len, last_properties_len = body_len, properties_len
+        parts.append(head)
+        parts.append(body)
+        parts.append(prefix)
+        parts.append(message_id.encode("ascii"))
+        parts.append(id_tail)
     return b"".join(parts)
 
 
