@@ -100,3 +100,24 @@ async def test_a_pull_right_after_a_grpc_send_finds_the_message(
             )
             assert pulled.code == ResponseCode.SUCCESS, (i, pulled.code, pulled.remark)
             assert decode_messages(pulled.body)[0].body == body
+
+
+async def test_a_pull_right_after_a_batch_answer_finds_its_last_message(
+    endpoints: tuple[RemotingEndpoint, RemotingEndpoint],
+) -> None:
+    """A SEND_BATCH_MESSAGE as the SDK renders it (read by the broker's C scan when built, answered as
+    its group completes, before the group's dispatch) and a pull right after at the batch's last
+    position, on another connection: the message is there."""
+    from txmq.client._remoting import RemotingTransport
+    from txmq.common.message import MessageQueue
+
+    sender, reader = endpoints
+    transport = RemotingTransport("127.0.0.1:9876")  # renders requests only, never connects
+    mq = MessageQueue("RywBatch", 0, "broker-a")
+    for i in range(ROUNDS // 3):
+        messages = [Message("RywBatch", b"b%d-%d" % (i, j)) for j in range(20)]
+        code, ext, body, _ = transport._send_request(mq, messages, "PG", 0)
+        sent = await sender.request(code, ext, body)
+        assert sent.code == ResponseCode.SUCCESS, sent.remark
+        last = int(sent.ext_fields["queueOffset"]) + len(messages) - 1
+        await _pull_finds(reader, "RywBatch", last, messages[-1].body)

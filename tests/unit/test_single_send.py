@@ -78,6 +78,45 @@ def test_send_result_equals_the_general_reader(
         assert fast.queue is _TARGET  # the target's queue is reused, as before
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    count=st.integers(2, 6),
+    msg_id=st.lists(st.text("ABC0", max_size=8), max_size=8).map(",".join),
+    queue_id=st.sampled_from(["3", "4"]),
+    offset=st.integers(0, 2**40).map(str),
+    transaction_id=st.one_of(st.none(), _text),
+    recall=st.one_of(st.none(), _text),
+)
+def test_batch_results_are_the_class_calls(
+    count: int, msg_id: str, queue_id: str, offset: str, transaction_id: str | None, recall: str | None
+) -> None:
+    """A batch's results (slots set one by one, no class call) equal ``SendResult(...)`` called with
+    what the answer says: the offset ids in order (None past the last one), positions from the first."""
+    ext = {"msgId": msg_id, "queueId": queue_id, "queueOffset": offset}
+    if transaction_id is not None:
+        ext["transactionId"] = transaction_id
+    if recall is not None:
+        ext["recallHandle"] = recall
+    ids = [f"ID{i}" for i in range(count)]
+    results = single.send_results(_TARGET, ids, RemotingCommand(code=0, ext_fields=ext))
+    queue = _TARGET if queue_id == "3" else MessageQueue("orders", int(queue_id), "broker-a")
+    offset_ids = msg_id.split(",")
+    expected = [
+        SendResult(
+            ids[i],
+            queue,
+            int(offset) + i,
+            transaction_id,
+            offset_ids[i] if i < len(offset_ids) else None,
+            recall,
+        )
+        for i in range(count)
+    ]
+    assert results == expected
+    assert all(type(result) is SendResult for result in results)
+    assert [repr(result) for result in results] == [repr(result) for result in expected]
+
+
 def test_send_result_raises_what_the_code_means() -> None:
     response = RemotingCommand(code=int(ResponseCode.SYSTEM_BUSY), remark="busy")
     with pytest.raises(errors.TxmqError) as caught:

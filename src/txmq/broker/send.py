@@ -742,7 +742,9 @@ class SendService:
         appended as :meth:`_lane_batch` appends the same messages: the same checks (those of each
         message made by the scan, those of the batch here), queue, clock reading and columns, so the
         same records. None, having changed nothing, when a check fails: the caller then sends the
-        batch the general way, which gives the error."""
+        batch the general way, which gives the error. The awaitable is the open group's shared
+        waiter (``put_columns(shared=True)``): the caller only adds done callbacks to it, never
+        awaits it; in SYNC mode they run as the group completes, before the group's dispatch."""
         bodies, encoded, tags_codes, index_keys, message_ids, body_total = scan
         count = len(bodies)
         if count < 2 or count > limits.batch_count_max or body_total > limits.batch_bytes_max:
@@ -768,7 +770,9 @@ class SendService:
             (topic_name.encode(),) * count, (queue_id,) * count, bodies, encoded, tags_codes, zeros, zeros,
             (now,) * count, (ctx.born_host.encode(),) * count, zeros, zeros, index_keys,
         )  # fmt: skip
-        appended, durable = self._store.put_columns(topic_name, columns)
+        # shared: the door only adds a done callback (a ``Deferred``), so in SYNC mode the answer is
+        # written as the group completes, before its ConsumeQueue and index entries (answer first)
+        appended, durable = self._store.put_columns(topic_name, columns, True)
         ids = offset_ids(self._offset_id_prefix(), appended.physical_offsets)
         queue_ids = [queue_id] * count
         return LaneSent(topic.name, queue_ids, message_ids, appended.queue_offsets, ids), durable

@@ -446,9 +446,13 @@ class MessageStore:
             return appended, self._durable(result.physical_offset + result.size, shared)
         return self.put_columns(topic, codec.columns(records))
 
-    def put_columns(self, topic: str, columns: codec.Columns) -> tuple[BatchAppend, Awaitable[None]]:
+    def put_columns(
+        self, topic: str, columns: codec.Columns, shared: bool = False
+    ) -> tuple[BatchAppend, Awaitable[None]]:
         """:meth:`put_records_columns` for a batch of several records given as columns (the send
-        lane's batch builds them so: no :class:`RecordFields` per message, no transpose back)."""
+        lane's batch builds them so: no :class:`RecordFields` per message, no transpose back).
+        ``shared``: the caller only adds done callbacks to the awaitable, never awaits it (see
+        :meth:`put_nowait`): in SYNC mode its callbacks run before the group's dispatch."""
         if not columns or not columns[0]:
             raise InvalidArgument("a batch needs at least one message")
         _check_records(topic, columns)  # a bad record's error comes first, as record by record
@@ -461,7 +465,7 @@ class MessageStore:
         if self._closed:
             raise StorageError("the store is closed")
         appended = self._log.append_columns(topic, columns)
-        return appended, self._durable(appended.physical_offsets[-1] + appended.sizes[-1])
+        return appended, self._durable(appended.physical_offsets[-1] + appended.sizes[-1], shared)
 
     def _durable(self, end_offset: int, shared: bool = False) -> Awaitable[None]:
         if self.inline_flush:
