@@ -9,8 +9,8 @@ of the new position, per batch) and stops.
 
 Prints msg/s and CPU microseconds per consumed message of this process and of the broker (psutil).
 For instruction counts run it under callgrind at two ``--consume`` counts with the same ``--preload``
-and divide the difference; ``--broker-callgrind OUT`` runs the broker under callgrind too (its file
-is written when the broker stops at the end)::
+and divide the difference; ``--broker-callgrind OUT`` runs the broker under callgrind too, and both
+processes then dump the consume loop alone to ``<out>.1`` (see ``_Marks``)::
 
     PYTHONPATH=<tree>/src:<tree> valgrind --tool=callgrind --callgrind-out-file=/tmp/client.out \\
         <tree>/.venv/bin/python benchmarks/consume_cost.py --consume 5120 --preload 20480 \\
@@ -53,6 +53,42 @@ async def _preload_child(endpoint: str, count: int) -> None:
         await producer.close()
 
 
+_MARKS_C = """
+#include <valgrind/callgrind.h>
+void cg_zero(void) { CALLGRIND_ZERO_STATS; }
+void cg_dump(const char *what) { CALLGRIND_DUMP_STATS_AT(what); }
+"""
+
+
+class _Marks:
+    """Callgrind's counters zeroed right before the consume loop and dumped right after it, in this
+    process (client requests through a small C helper built here; no-ops outside valgrind) and in the
+    broker (``callgrind_control``), so the start-up (which polls while a traced broker starts) and the
+    teardown are not counted: the dumps hold the consumption only (a ``<out>.1`` file beside each
+    ``--callgrind-out-file``)."""
+
+    def __init__(self, broker_pid: int) -> None:
+        import ctypes
+        import subprocess
+        import tempfile
+
+        self.broker_pid = broker_pid
+        self.run = subprocess.run
+        folder = tempfile.mkdtemp(prefix="cgmarks-")
+        source, lib = Path(folder, "marks.c"), Path(folder, "marks.so")
+        source.write_text(_MARKS_C)
+        subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", str(lib), str(source)], check=True)
+        self.lib = ctypes.CDLL(str(lib))
+
+    def zero(self) -> None:
+        self.run(["callgrind_control", "-z", str(self.broker_pid)], check=True, capture_output=True)
+        self.lib.cg_zero()
+
+    def dump(self) -> None:
+        self.lib.cg_dump(b"consume")
+        self.run(["callgrind_control", "-d", str(self.broker_pid)], check=True, capture_output=True)
+
+
 async def main_async(args: argparse.Namespace) -> None:
     import psutil
 
@@ -90,6 +126,9 @@ async def main_async(args: argparse.Namespace) -> None:
         consumer = await driver.consumer(0, [0])
         rec = runner._Recorder(measure_from=time.perf_counter_ns(), deadline=1 << 62)
         broker = psutil.Process(driver.server_pids()[0])
+        marks = _Marks(broker.pid) if args.broker_callgrind else None
+        if marks is not None:
+            marks.zero()
         b0, c0, t0 = broker.cpu_times(), time.process_time(), time.perf_counter()
         while rec.consumed_total < args.consume:
             payloads = await consumer.receive(min(workload.consume_batch, args.consume - rec.consumed_total))
@@ -97,6 +136,8 @@ async def main_async(args: argparse.Namespace) -> None:
                 rec.on_receive(payloads, time.perf_counter_ns())
         elapsed, client = time.perf_counter() - t0, time.process_time() - c0
         b1 = broker.cpu_times()
+        if marks is not None:
+            marks.dump()
         await consumer.close()
         n = rec.consumed_total
         broker_s = (b1.user + b1.system) - (b0.user + b0.system)

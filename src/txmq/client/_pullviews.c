@@ -8,8 +8,10 @@
  * property dicts hold the same pairs in the same order. setup() is called once, at the import of
  * _remoting_convert, with MessageView, the names of its dataclass fields (checked against the
  * order below), MessageType.NORMAL, _remoting_convert._message_type (called for a record whose
- * properties name a message type, a group, a transaction flag, a delay or a delivery time) and
- * msgid.offset_message_id (called for a record without a UNIQ_KEY).
+ * properties name a message type other than by a MessageType member name, a group, a transaction
+ * flag, a delay or a delivery time) and msgid.offset_message_id (called for a record without a
+ * UNIQ_KEY). A type named by a member name is looked up in dict(MessageType.__members__), built here
+ * from the class of ``normal`` as _remoting_convert._MESSAGE_TYPES is.
  *
  * A view is allocated by the class's tp_alloc and its slots filled through the offsets of its
  * member descriptors, as the class's own __init__ (common/fastinit.slot_init: one slot store per
@@ -58,6 +60,7 @@ enum {
 static PyTypeObject *view_type;
 static Py_ssize_t offsets[N_FIELDS];
 static PyObject *normal_type;        /* MessageType.NORMAL */
+static PyObject *types_by_name;      /* dict(MessageType.__members__), as _remoting_convert._MESSAGE_TYPES */
 static PyObject *message_type_fn;    /* _remoting_convert._message_type */
 static PyObject *offset_id_fn;       /* msgid.offset_message_id */
 static PyObject *known[N_KNOWN];     /* interned, hashed */
@@ -397,8 +400,16 @@ static int one_view(call_state *s, const unsigned char *d, Py_ssize_t pos, Py_ss
         values[F_DELIVER] = Py_None;
         Py_INCREF(Py_None);
     }
-    if (read[K_TYPE] != NULL || read[K_SHARDING] != NULL || read[K_TRAN_MSG] != NULL || read[K_DELAY] != NULL ||
-        read[K_DELIVER] != NULL) {
+    /* _message_type's first step here: a type named by its member name (the broker names every
+     * record's); anything else is asked of _message_type itself */
+    PyObject *named = read[K_TYPE] != NULL ? PyDict_GetItemWithError(types_by_name, read[K_TYPE]) : NULL;
+    if (named != NULL) {
+        values[F_TYPE] = named;
+        Py_INCREF(named);
+    } else if (PyErr_Occurred()) {
+        goto fail;
+    } else if (read[K_TYPE] != NULL || read[K_SHARDING] != NULL || read[K_TRAN_MSG] != NULL ||
+               read[K_DELAY] != NULL || read[K_DELIVER] != NULL) {
         if ((values[F_TYPE] = PyObject_CallOneArg(message_type_fn, dict)) == NULL)
             goto fail;
     } else {
@@ -521,6 +532,17 @@ static PyObject *py_setup(PyObject *self, PyObject *const *args, Py_ssize_t narg
         }
         found[i] = member->offset;
     }
+    PyObject *members = PyObject_GetAttrString((PyObject *)Py_TYPE(args[2]), "__members__");
+    if (members == NULL)
+        return NULL;
+    PyObject *by_name = PyDict_New();
+    if (by_name == NULL || PyDict_Update(by_name, members) < 0) {
+        Py_DECREF(members);
+        Py_XDECREF(by_name);
+        return NULL;
+    }
+    Py_DECREF(members);
+    Py_XSETREF(types_by_name, by_name);
     memcpy(offsets, found, sizeof(offsets));
     Py_INCREF(args[2]);
     Py_XSETREF(normal_type, args[2]);
