@@ -180,7 +180,7 @@ static PyObject *new_view(PyObject **values)
 
 /* The properties (ASCII, checked) as _pulled_view decodes them: a dict of the pairs in order, a
  * name named twice keeping its first place and its last value; read[] gets the (borrowed) values
- * of the names the view reads. *seen_known says whether any of them is present. */
+ * of the names the view reads (NULL: absent), always the value the dict holds now. */
 static int parse_properties(const unsigned char *p, Py_ssize_t n, PyObject *dict, PyObject **read,
                             PyObject **value_cache)
 {
