@@ -78,6 +78,8 @@ C_MODULES: dict[str, str] = {
     "txmq.server.remoting._lanescan": "txmq/server/remoting/_lanescan.c",
     # a ROCKETMQ header's extFields map, common field names interned
     "txmq.protocol.remoting._hdrmap": "txmq/protocol/remoting/_hdrmap.c",
+    # a remoting pull body's records straight into MessageView objects (the SDK's pull)
+    "txmq.client._pullviews": "txmq/client/_pullviews.c",
 }
 
 

@@ -7,10 +7,12 @@ topic in ``RETRY_TOPIC``, which the view restores so listeners see the topic the
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import importlib
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Final, cast
+from typing import Any, Final, cast
 
 from txmq.common import errors, limits, msgid
 from txmq.common import properties as props
@@ -342,16 +344,29 @@ def view_of(wire: WireMessage, *, transaction_id: str | None = None) -> MessageV
 def pulled_views(body: bytes, tags: frozenset[str] | None) -> list[MessageView]:
     """The views of a pull body's records that ``tags`` accepts: what ``view_of`` gives for each of
     ``decode_messages(body)``, without a ``WireMessage`` per record (the pull path's lean decode).
-    Records the lean decoder does not take (IPv6 hosts, anything malformed) go the general way,
-    which raises the reference errors."""
-    try:
-        fields = decode_pulled(body)
-        views = [_pulled_view(f) for f in fields]
-    except (errors.TxmqError, ValueError):
-        views = [view_of(w) for w in decode_messages(body)]
+    With the C extension built, one C call (``_pullviews.views``) makes the views of a common body
+    (plain IPv4 records, ASCII properties); it answers None for anything else and
+    :func:`pulled_views_py`, the reference, runs."""
+    views: list[MessageView] | None = None
+    if _PULLVIEWS is not None:
+        views = _PULLVIEWS(body)
+    if views is None:
+        views = pulled_views_py(body)
     if tags is None:
         return views
     return [v for v in views if v.tags is not None and v.tags in tags]
+
+
+def pulled_views_py(body: bytes) -> list[MessageView]:
+    """Every record's view (no tag filter), in Python: ``_pulled_view`` of each of ``decode_pulled``;
+    records the lean decoder does not take (IPv6 hosts, anything malformed) go the general way,
+    which raises the reference errors. ``_pullviews.views`` is held to it
+    (tests/property/test_pullviews_native.py)."""
+    try:
+        fields = decode_pulled(body)
+        return [_pulled_view(f) for f in fields]
+    except (errors.TxmqError, ValueError):
+        return [view_of(w) for w in decode_messages(body)]
 
 
 def _pulled_view(fields: PulledFields) -> MessageView:
@@ -392,6 +407,19 @@ def _pulled_view(fields: PulledFields) -> MessageView:
     )
 
 
+def _load_pullviews() -> Any:
+    """``views`` of the C extension ``client/_pullviews.c`` (built beside the mypyc modules), bound to
+    MessageView and this module's helpers; None when it is not built, ``TXMQ_PURE=1``, or the class
+    is not laid out as it expects (then every body takes :func:`pulled_views_py`)."""
+    try:
+        module = importlib.import_module("txmq.client._pullviews")
+        names = tuple(f.name for f in dataclasses.fields(MessageView))
+        module.setup(MessageView, names, MessageType.NORMAL, _message_type, msgid.offset_message_id)
+    except (ImportError, TypeError):
+        return None
+    return module.views
+
+
 @functools.lru_cache(maxsize=256)
 def _host_text(host: tuple[str, int]) -> str:
     return f"{host[0]}:{host[1]}"
@@ -414,3 +442,6 @@ def parse_tags(expression: str) -> frozenset[str] | None:
 
 def matches(tags: frozenset[str] | None, message: MessageView) -> bool:
     return tags is None or (message.tags is not None and message.tags in tags)
+
+
+_PULLVIEWS: Final[Any] = _load_pullviews()
