@@ -547,9 +547,10 @@ class RemotingTransport:
             return future, message_id
         return self._start_single_request(channel, mq, message, producer_group, timeout_s)
 
-    # send_result(mq, message_id, response): the ``SendResult`` of a ``start_send_request`` to ``mq``
-    # answered with ``response`` (compiled, no frame of its own here)
-    send_result = staticmethod(single.send_result)
+    @staticmethod
+    def send_result(mq: MessageQueue, message_id: str, response: RemotingCommand) -> SendResult:
+        """The ``SendResult`` of a ``start_send_request`` to ``mq`` answered with ``response``."""
+        return single.send_result(mq, message_id, response)
 
     async def send_oneway(self, mq: MessageQueue | None, message: Message, *, producer_group: str) -> None:
         target = mq or await self._any_mq(message.topic)

@@ -26,15 +26,23 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-from txmq.client._backoff import ClientStatus
+from txmq.client._backoff import Backoff, ClientStatus
 from txmq.client._factory import TransportName
-from txmq.client._producer import Producer
+from txmq.client._producer import MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES, Producer
 from txmq.client._remoting import RemotingTransport
 from txmq.client._selectors import entry_bytes
 from txmq.client._transport import CheckRequest, TransactionRef, Transport
 from txmq.client.transaction_state import LocalTransactionState, TransactionListener
 from txmq.common import errors, msgid
 from txmq.common.message import Message, MessageQueue, MessageType, MessageView, SendResult
+
+try:  # mypyc reads the decorator at compile time; mypy_extensions is not a run-time dependency
+    from mypy_extensions import mypyc_attr
+except ImportError:  # pragma: no cover - pure Python without mypy installed: a decorator doing nothing
+
+    def mypyc_attr(*_args: object, **_kwargs: object) -> Callable[[type], type]:  # type: ignore[misc]
+        return lambda cls: cls
+
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +76,7 @@ def ref_of(view: MessageView, half: SendResult) -> TransactionRef:
     )  # fmt: skip
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled, and still a class users may subclass
 class TransactionProducer(Producer):
     """A producer of transactional messages for one producer group and its listener.
 
@@ -98,11 +107,15 @@ class TransactionProducer(Producer):
         execute_workers: int = 8,
         check_workers: int = 4,
         max_pending_checks: int = 2000,
-        **producer_options: Any,
+        # Producer's other options, named (no **options: mypyc cannot write the text signature of a
+        # compiled __init__ that overrides its base's with a ** parameter)
+        max_in_flight: int = MAX_IN_FLIGHT,
+        max_in_flight_bytes: int = MAX_IN_FLIGHT_BYTES,
+        backoff: Backoff | None = None,
     ) -> None:
         super().__init__(
             endpoints, group=group, transport=transport, send_timeout_s=send_timeout_s, retries=retries,
-            **producer_options,
+            max_in_flight=max_in_flight, max_in_flight_bytes=max_in_flight_bytes, backoff=backoff,
         )  # fmt: skip
         if not isinstance(listener, TransactionListener):
             raise errors.InvalidArgument(
