@@ -85,16 +85,6 @@ async def test_oneway_sends_arrive(broker: BrokerProcess, unique: str) -> None:
     assert sorted(m.body for m in got) == sorted(b"one-%d" % i for i in range(10))
 
 
-async def test_a_batch_of_bytearray_and_memoryview_bodies_is_sent(broker: BrokerProcess, unique: str) -> None:
-    # Message.validate takes them; the compiled producer must not read ``body`` as bytes only
-    bodies = [bytearray(b"ba-%d" % i) if i % 2 else memoryview(b"mv-%d" % i) for i in range(6)]
-    async with Producer(broker.namesrv) as producer:
-        results = await producer.send_batch([Message(unique, body) for body in bodies])  # type: ignore[arg-type]
-    assert len(results) == 6
-    got = await read_all(broker, unique, 6)
-    assert sorted(m.body for m in got) == sorted(bytes(b) for b in bodies)
-
-
 async def test_batch_is_one_queue_consecutive_offsets(broker: BrokerProcess, unique: str) -> None:
     messages = [Message(unique, b"m%d" % i, keys=(f"k{i}",)) for i in range(50)]
     async with Producer(broker.namesrv) as producer:
