@@ -28,6 +28,10 @@ GROUP = "txmq_native"  # the shared library: src/txmq_native__mypyc.<abi>.so
 # Excluded: protocol.remoting.headers (its field table reads typing.get_type_hints, and mypyc erases
 # `str | None` annotations of compiled dataclasses to `type`); server.grpc_server and
 # server.grpc_decode (their streaming handlers are async generators, which mypyc does not compile).
+# The SDK's producer path (client._window/_producer/_transaction/_remoting: benchmarks/results/
+# sdkmypyc.md) is compiled; its public classes Producer and TransactionProducer carry
+# @mypyc_attr(allow_interpreted_subclasses=True) so users may still subclass them. Not compiled (not
+# measured on a hot path, or consumer-side): client._transport, _pull, _push, _grpc*.
 NATIVE_MODULES: list[str] = [
     "txmq.protocol.remoting.frame",
     "txmq.protocol.remoting.command",
@@ -62,6 +66,10 @@ NATIVE_MODULES: list[str] = [
     "txmq.client._remoting_channel",
     "txmq.client._remoting_convert",
     "txmq.client._single",
+    "txmq.client._window",
+    "txmq.client._producer",
+    "txmq.client._transaction",
+    "txmq.client._remoting",
     "txmq.common.message",
     "txmq.common.properties",
     "txmq.common.msgid",

@@ -27,14 +27,25 @@ from txmq.client._window import InFlightWindow
 from txmq.common import errors, limits, names
 from txmq.common.message import Message, MessageQueue, SendResult
 
+try:  # mypyc reads the decorator at compile time; mypy_extensions is not a run-time dependency
+    from mypy_extensions import mypyc_attr
+except ImportError:  # pragma: no cover - pure Python without mypy installed: a decorator doing nothing
+
+    def mypyc_attr(*_args: object, **_kwargs: object) -> Callable[[type], type]:  # type: ignore[misc]
+        return lambda cls: cls
+
+
 log = logging.getLogger(__name__)
 
 DELAY_LEVEL_MAX: Final = 18
 DEFAULT_GROUP: Final = "DEFAULT_PRODUCER"
+MAX_IN_FLIGHT: Final = 1024  # the in-flight window's defaults (TransactionProducer's too)
+MAX_IN_FLIGHT_BYTES: Final = 64 * limits.MiB
 
 SendCallback = Callable[[SendResult | None, BaseException | None], None]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled, and still a class users may subclass
 class Producer:
     """Sends messages to topics.
 
@@ -54,8 +65,8 @@ class Producer:
         transport: TransportName | Transport = "remoting",
         send_timeout_s: float = 3.0,
         retries: int = 2,
-        max_in_flight: int = 1024,
-        max_in_flight_bytes: int = 64 * limits.MiB,
+        max_in_flight: int = MAX_IN_FLIGHT,
+        max_in_flight_bytes: int = MAX_IN_FLIGHT_BYTES,
         backoff: Backoff | None = None,
     ) -> None:
         names.validate_group(group)
@@ -351,7 +362,8 @@ class Producer:
                 raise errors.InvalidArgument("delay messages cannot be sent in a batch")
         if len(messages) > limits.batch_count_max:
             raise errors.PayloadTooLarge("batch message count", len(messages), limits.batch_count_max)
-        total = sum(len(m.body) for m in messages)
+        # getattr: compiled, ``m.body`` is checked to be bytes, and a body may be a bytearray or memoryview
+        total = sum(len(getattr(m, "body")) for m in messages)  # noqa: B009
         if total > limits.batch_bytes_max:
             raise errors.PayloadTooLarge("batch", total, limits.batch_bytes_max)
         await window.acquire(total, self.send_timeout_s)

@@ -421,7 +421,8 @@ class RemotingTransport:
             batch, mq.broker_name,
         )  # fmt: skip
         if not batch:
-            return RequestCode.SEND_MESSAGE_V2, ext, bytes(first.body), ids
+            # getattr: compiled, ``first.body`` is checked to be bytes, and a body may be a bytearray
+            return RequestCode.SEND_MESSAGE_V2, ext, bytes(getattr(first, "body")), ids  # noqa: B009
         return RequestCode.SEND_BATCH_MESSAGE, ext, conv.batch_body(messages, ids, producer_group), ids
 
     def _single_request(
@@ -547,9 +548,10 @@ class RemotingTransport:
             return future, message_id
         return self._start_single_request(channel, mq, message, producer_group, timeout_s)
 
-    # send_result(mq, message_id, response): the ``SendResult`` of a ``start_send_request`` to ``mq``
-    # answered with ``response`` (compiled, no frame of its own here)
-    send_result = staticmethod(single.send_result)
+    @staticmethod
+    def send_result(mq: MessageQueue, message_id: str, response: RemotingCommand) -> SendResult:
+        """The ``SendResult`` of a ``start_send_request`` to ``mq`` answered with ``response``."""
+        return single.send_result(mq, message_id, response)
 
     async def send_oneway(self, mq: MessageQueue | None, message: Message, *, producer_group: str) -> None:
         target = mq or await self._any_mq(message.topic)

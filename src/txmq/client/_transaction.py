@@ -19,22 +19,31 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import inspect
 import logging
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
-from txmq.client._backoff import ClientStatus
+from txmq.client._backoff import Backoff, ClientStatus
 from txmq.client._factory import TransportName
-from txmq.client._producer import Producer
+from txmq.client._producer import MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES, Producer
 from txmq.client._remoting import RemotingTransport
 from txmq.client._selectors import entry_bytes
 from txmq.client._transport import CheckRequest, TransactionRef, Transport
 from txmq.client.transaction_state import LocalTransactionState, TransactionListener
 from txmq.common import errors, msgid
 from txmq.common.message import Message, MessageQueue, MessageType, MessageView, SendResult
+
+try:  # mypyc reads the decorator at compile time; mypy_extensions is not a run-time dependency
+    from mypy_extensions import mypyc_attr
+except ImportError:  # pragma: no cover - pure Python without mypy installed: a decorator doing nothing
+
+    def mypyc_attr(*_args: object, **_kwargs: object) -> Callable[[type], type]:  # type: ignore[misc]
+        return lambda cls: cls
+
 
 log = logging.getLogger(__name__)
 
@@ -47,27 +56,98 @@ _DECISION = {
 }
 
 
+# The three frozen slotted dataclasses a transaction builds are made here with object.__new__ and
+# their slot descriptors: calling the class from compiled code runs slot_init's interpreted __init__
+# (MessageView: ~20k instructions per half). tests/unit/test_tx_fastbuild.py holds each to the class
+# call with the same arguments, field by field.
+_new: Final = object.__new__
+
+
+def _setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...]:
+    if tuple(f.name for f in dataclasses.fields(cls)) != names:
+        raise AssertionError(f"{cls.__name__}'s fields changed: update _transaction's builders")
+    return tuple(cls.__dict__[name].__set__ for name in names)
+
+
+_VIEW_SET: Final = _setters(
+    MessageView,
+    (
+        "topic", "body", "message_id", "queue_id", "queue_offset", "commit_log_offset",
+        "born_timestamp_ms", "store_timestamp_ms", "tags", "keys", "properties", "message_group",
+        "delivery_timestamp_ms", "message_type", "reconsume_times", "delivery_attempt", "receipt_handle",
+        "transaction_id", "born_host", "store_host", "store_size", "raw_properties",
+    ),
+)  # fmt: skip
+_REF_SET: Final = _setters(
+    TransactionRef,
+    (
+        "topic", "message_id", "transaction_id", "commit_log_offset", "queue_offset", "offset_message_id",
+        "broker_name", "broker_addr",
+    ),
+)  # fmt: skip
+_MESSAGE_SET: Final = _setters(
+    Message,
+    (
+        "topic", "body", "tags", "keys", "properties", "message_group", "delivery_timestamp_ms",
+        "delay_level", "message_id", "transactional", "check_immunity_s",
+    ),
+)  # fmt: skip
+
+
+def _body(message: Message) -> Any:
+    """``message.body`` as it is: compiled, the attribute read checks it is ``bytes``, and a body may
+    also be a bytearray or a memoryview (``Message.validate``)."""
+    return getattr(message, "body")  # noqa: B009
+
+
+def _fill(obj: object, setters: tuple[Any, ...], values: tuple[Any, ...]) -> None:
+    for i in range(len(setters)):
+        setters[i](obj, values[i])
+
+
 def half_view(message: Message, half: SendResult) -> MessageView:
     """What the listener sees during ``execute_local_transaction``: the message plus its transaction id."""
+    return half_view_at(message, half, int(time.time() * 1000))
+
+
+def half_view_at(message: Message, half: SendResult, now: int) -> MessageView:
+    """``half_view`` born and stored at ``now`` (ms): ``MessageView(topic=message.topic, body=
+    bytes(message.body), message_id=half.message_id, queue_id=half.queue.queue_id, queue_offset=
+    half.queue_offset, commit_log_offset=<from the offset message id, or -1>, born_timestamp_ms=now,
+    store_timestamp_ms=now, tags=message.tags, keys=message.keys, properties=message.properties,
+    message_type=MessageType.TRANSACTION, transaction_id=half.transaction_id)``, the other fields at
+    their defaults."""
     parsed = msgid.parse_offset_message_id(half.offset_message_id or "")
-    now = int(time.time() * 1000)
-    return MessageView(
-        topic=message.topic, body=bytes(message.body), message_id=half.message_id,
-        queue_id=half.queue.queue_id, queue_offset=half.queue_offset,
-        commit_log_offset=parsed[2] if parsed else -1, born_timestamp_ms=now, store_timestamp_ms=now,
-        tags=message.tags, keys=message.keys, properties=message.properties,
-        message_type=MessageType.TRANSACTION, transaction_id=half.transaction_id,
+    view: MessageView = _new(MessageView)
+    _fill(
+        view,
+        _VIEW_SET,
+        (
+            message.topic, bytes(_body(message)), half.message_id, half.queue.queue_id, half.queue_offset,
+            parsed[2] if parsed else -1, now, now, message.tags, message.keys, message.properties, None,
+            None, MessageType.TRANSACTION, 0, 1, None, half.transaction_id, "", "", 0, None,
+        ),
     )  # fmt: skip
+    return view
 
 
 def ref_of(view: MessageView, half: SendResult) -> TransactionRef:
-    return TransactionRef(
-        topic=view.topic, message_id=half.message_id, transaction_id=half.transaction_id or "",
-        commit_log_offset=view.commit_log_offset, queue_offset=half.queue_offset,
-        offset_message_id=half.offset_message_id, broker_name=half.queue.broker_name,
+    """``TransactionRef(topic=view.topic, message_id=half.message_id, transaction_id=
+    half.transaction_id or "", commit_log_offset=view.commit_log_offset, queue_offset=
+    half.queue_offset, offset_message_id=half.offset_message_id, broker_name=half.queue.broker_name)``."""
+    ref: TransactionRef = _new(TransactionRef)
+    _fill(
+        ref,
+        _REF_SET,
+        (
+            view.topic, half.message_id, half.transaction_id or "", view.commit_log_offset,
+            half.queue_offset, half.offset_message_id, half.queue.broker_name, None,
+        ),
     )  # fmt: skip
+    return ref
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled, and still a class users may subclass
 class TransactionProducer(Producer):
     """A producer of transactional messages for one producer group and its listener.
 
@@ -98,11 +178,15 @@ class TransactionProducer(Producer):
         execute_workers: int = 8,
         check_workers: int = 4,
         max_pending_checks: int = 2000,
-        **producer_options: Any,
+        # Producer's other options, named (no **options: mypyc cannot write the text signature of a
+        # compiled __init__ that overrides its base's with a ** parameter)
+        max_in_flight: int = MAX_IN_FLIGHT,
+        max_in_flight_bytes: int = MAX_IN_FLIGHT_BYTES,
+        backoff: Backoff | None = None,
     ) -> None:
         super().__init__(
             endpoints, group=group, transport=transport, send_timeout_s=send_timeout_s, retries=retries,
-            **producer_options,
+            max_in_flight=max_in_flight, max_in_flight_bytes=max_in_flight_bytes, backoff=backoff,
         )  # fmt: skip
         if not isinstance(listener, TransactionListener):
             raise errors.InvalidArgument(
@@ -372,12 +456,18 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 def _transactional(message: Message) -> Message:
     if message.transactional:
         return message
-    # dataclasses.replace's result, without its per-call walk of the fields
-    return Message(
-        message.topic, message.body, message.tags, message.keys, message.properties,
-        message.message_group, message.delivery_timestamp_ms, message.delay_level, message.message_id,
-        True, message.check_immunity_s,
+    # dataclasses.replace(message, transactional=True), without its walk of the fields or the class call
+    copy: Message = _new(Message)
+    _fill(
+        copy,
+        _MESSAGE_SET,
+        (
+            message.topic, _body(message), message.tags, message.keys, message.properties,
+            message.message_group, message.delivery_timestamp_ms, message.delay_level, message.message_id,
+            True, message.check_immunity_s,
+        ),
     )  # fmt: skip
+    return copy
 
 
 def _as_state(value: Any) -> LocalTransactionState:
