@@ -72,3 +72,44 @@ def test_send_result_keeps_the_dataclass_behaviour() -> None:
         result.queue_offset = 8  # type: ignore[misc]
     with pytest.raises(TypeError):
         SendResult("id")  # type: ignore[call-arg]
+
+
+def test_a_coerced_field_is_converted_only_when_not_of_its_type() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Boxed:
+        data: bytes
+        label: str = ""
+
+    seen: list[object] = []
+
+    def convert(value: object) -> object:
+        seen.append(value)
+        return bytes(value) if isinstance(value, bytearray) else value
+
+    made = slot_init(Boxed, coerce={"data": (bytes, convert)})
+    raw = b"kept"
+    assert made(raw).data is raw and seen == []
+    assert made(bytearray(b"ba"), label="l") == Boxed(b"ba", "l") and seen == [bytearray(b"ba")]
+    with pytest.raises(TypeError, match="no such field"):
+        slot_init(Plain, coerce={"nope": (int, int)})
+
+
+@pytest.mark.parametrize("body", [bytearray(b"payload"), memoryview(b"payload"), memoryview(b"xpayload")[1:]])
+def test_a_message_body_given_as_a_buffer_is_stored_and_sent_as_bytes(body: bytearray | memoryview) -> None:
+    """Compiled or pure, a bytearray or memoryview body is stored as bytes: compiled code reads
+    ``Message.body`` as bytes, so it must not see another type (it raised "bytes object expected")."""
+    from txmq.common.message import Message
+
+    message = Message("orders", body)  # type: ignore[arg-type]
+    assert type(message.body) is bytes and message.body == b"payload"
+    message.validate()
+    assert dataclasses.replace(message, body=bytearray(b"other")).body == b"other"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("body", ["text", 12, None, [1, 2]])
+def test_a_message_body_of_another_type_is_refused_with_invalid_argument(body: object) -> None:
+    from txmq.common import errors
+    from txmq.common.message import Message
+
+    with pytest.raises(errors.InvalidArgument, match="body must be bytes"):
+        Message("orders", body).validate()  # type: ignore[arg-type]

@@ -11,13 +11,17 @@ pickling) is the dataclass's own.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 _FACTORY = object()  # marks "no argument given" for a field with a default factory
 
 
-def slot_init(cls: type[T]) -> type[T]:
+def slot_init(cls: type[T], coerce: Mapping[str, tuple[type, Callable[[Any], Any]]] | None = None) -> type[T]:
+    """``coerce``: field name -> (its type, a converter) for a field whose argument is converted
+    when it is not exactly of that type (``Message.body``: a bytearray or memoryview stored as bytes)."""
+    coerce = coerce or {}
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
     if not all(f.init and not f.kw_only for f in fields) or hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__}: slot_init handles positional init fields only")
@@ -35,7 +39,12 @@ def slot_init(cls: type[T]) -> type[T]:
             body.append(f"    if {f.name} is _FACTORY:\n        {f.name} = _factory{i}()")
         else:
             params.append(f.name)
+        if f.name in coerce:
+            env[f"_type{i}"], env[f"_convert{i}"] = coerce[f.name]
+            body.append(f"    if type({f.name}) is not _type{i}:\n        {f.name} = _convert{i}({f.name})")
         body.append(f"    _set{i}(self, {f.name})")
+    if unknown := set(coerce) - {f.name for f in fields}:
+        raise TypeError(f"{cls.__name__}: slot_init cannot coerce {sorted(unknown)}: no such field")
     source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n"
     exec(source, env)  # generated from the class's own field list, as dataclasses does
     init = env["__init__"]

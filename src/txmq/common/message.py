@@ -7,18 +7,33 @@ plus its queue position, delivery attempt and receipt handle). Both are frozen.
 from __future__ import annotations
 
 import enum
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from txmq.common import errors, limits, names
 from txmq.common.fastinit import slot_init
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _BODY_TYPES = (bytes, bytearray, memoryview)
+_body_of = operator.attrgetter("body")  # the field as it is: compiled, ``self.body`` checks for bytes first
 _TOPICS_OK: set[str] = set()  # topics names.validate_topic passed (a user's: allow_system=False)
 _TOPICS_OK_MAX = 1024
+
+
+_T = TypeVar("_T")
+
+
+def bytes_body(body: Any) -> Any:
+    """A bytearray or memoryview body as bytes (what every send path, compiled or not, reads); any
+    other object is kept, for ``Message.validate`` to refuse with ``InvalidArgument``."""
+    return bytes(body) if isinstance(body, bytearray | memoryview) else body
+
+
+def _message_init(cls: type[_T]) -> type[_T]:
+    return slot_init(cls, coerce={"body": (bytes, bytes_body)})
 
 
 class MessageType(enum.IntEnum):
@@ -88,7 +103,7 @@ def check_content(body_size: int, tags: str | None, keys: Sequence[str], message
         raise errors.InvalidMessageGroup("the message group is empty or too long")
 
 
-@slot_init  # one is built per message of every send
+@_message_init  # one is built per message of every send; a bytearray or memoryview body is stored as bytes
 @dataclass(frozen=True, slots=True)
 class Message:
     """A message to send.
@@ -133,7 +148,7 @@ class Message:
             if len(_TOPICS_OK) >= _TOPICS_OK_MAX:
                 _TOPICS_OK.clear()
             _TOPICS_OK.add(topic)
-        if not isinstance(self.body, _BODY_TYPES):
+        if not isinstance(_body_of(self), _BODY_TYPES):
             raise errors.InvalidArgument("the message body must be bytes")
         check_content(len(self.body), self.tags, self.keys, self.message_group)
         delayed = self.delivery_timestamp_ms is not None or bool(self.delay_level)
