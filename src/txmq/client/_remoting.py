@@ -421,8 +421,7 @@ class RemotingTransport:
             batch, mq.broker_name,
         )  # fmt: skip
         if not batch:
-            # getattr: compiled, ``first.body`` is checked to be bytes, and a body may be a bytearray
-            return RequestCode.SEND_MESSAGE_V2, ext, bytes(getattr(first, "body")), ids  # noqa: B009
+            return RequestCode.SEND_MESSAGE_V2, ext, bytes(first.body), ids
         return RequestCode.SEND_BATCH_MESSAGE, ext, conv.batch_body(messages, ids, producer_group), ids
 
     def _single_request(

@@ -12,7 +12,7 @@ import functools
 import importlib
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from txmq.common import errors, limits, msgid
 from txmq.common import properties as props
@@ -171,11 +171,9 @@ def _plain_batch_body(messages: Sequence[Message], ids: Sequence[str], id_tail: 
     last_body_len = last_properties_len = -1
     head = prefix = b""
     for message, message_id in zip(messages, ids, strict=True):  # lengths checked by the caller
-        # getattr: compiled, ``message.body`` is checked to be bytes, and a body may be a bytearray
-        raw: object = getattr(message, "body")  # noqa: B009
+        raw = message.body
         if (
-            not isinstance(raw, bytes)
-            or type(raw) is not bytes
+            type(raw) is not bytes
             or message.properties
             or message.tags
             or message.keys
@@ -238,9 +236,7 @@ def batch_body_general(messages: Sequence[Message], ids: Sequence[str], producer
                 id_tail = None
     entries: list[tuple[bytes, bytes]] = []
     for message, message_id in zip(messages, ids, strict=True):
-        # getattr: compiled, ``message.body`` is checked to be bytes, and a body may be a bytearray
-        raw: object = getattr(message, "body")  # noqa: B009
-        body = raw if type(raw) is bytes else bytes(cast("bytearray | memoryview", raw))
+        body = bytes(message.body)
         if (
             message.properties
             or message.delay_level

@@ -94,12 +94,6 @@ _MESSAGE_SET: Final = _setters(
 )  # fmt: skip
 
 
-def _body(message: Message) -> Any:
-    """``message.body`` as it is: compiled, the attribute read checks it is ``bytes``, and a body may
-    also be a bytearray or a memoryview (``Message.validate``)."""
-    return getattr(message, "body")  # noqa: B009
-
-
 def _fill(obj: object, setters: tuple[Any, ...], values: tuple[Any, ...]) -> None:
     for i in range(len(setters)):
         setters[i](obj, values[i])
@@ -123,7 +117,7 @@ def half_view_at(message: Message, half: SendResult, now: int) -> MessageView:
         view,
         _VIEW_SET,
         (
-            message.topic, bytes(_body(message)), half.message_id, half.queue.queue_id, half.queue_offset,
+            message.topic, bytes(message.body), half.message_id, half.queue.queue_id, half.queue_offset,
             parsed[2] if parsed else -1, now, now, message.tags, message.keys, message.properties, None,
             None, MessageType.TRANSACTION, 0, 1, None, half.transaction_id, "", "", 0, None,
         ),
@@ -462,7 +456,7 @@ def _transactional(message: Message) -> Message:
         copy,
         _MESSAGE_SET,
         (
-            message.topic, _body(message), message.tags, message.keys, message.properties,
+            message.topic, message.body, message.tags, message.keys, message.properties,
             message.message_group, message.delivery_timestamp_ms, message.delay_level, message.message_id,
             True, message.check_immunity_s,
         ),
