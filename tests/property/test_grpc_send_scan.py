@@ -280,20 +280,27 @@ def test_what_clients_send_is_scanned_and_the_unusual_is_declined() -> None:
 @given(
     ids=st.lists(st.text(max_size=140), max_size=5),
     offsets=st.lists(st.integers(-5, 2**64), max_size=5),
-    as_tuple=st.booleans(),
+    kind=st.sampled_from(["list", "tuple", "range"]),
 )
-@example(ids=["ID-1"], offsets=[0], as_tuple=False)
-@example(ids=["", "x" * 130], offsets=[1 << 14, (1 << 28) - 1], as_tuple=True)
-@example(ids=["a"], offsets=[2**63], as_tuple=False)
-def test_the_c_reply_is_wire_lane_reply(ids: list[str], offsets: list[int], as_tuple: bool) -> None:
+@example(ids=["ID-1"], offsets=[0], kind="list")
+@example(ids=["", "x" * 130], offsets=[1 << 14, (1 << 28) - 1], kind="tuple")
+@example(ids=["a", "b"], offsets=[(1 << 63) - 1], kind="range")
+@example(ids=["a"], offsets=[2**63], kind="list")
+def test_the_c_reply_is_wire_lane_reply(ids: list[str], offsets: list[int], kind: str) -> None:
     """``lane_reply`` writes ``wire.lane_reply``'s bytes, or None (an id not ASCII, an offset out of
-    0..2**63-1, columns of unequal length) for the reference to write or refuse."""
+    0..2**63-1, columns of unequal length) for the reference to write or refuse. The offsets of a
+    batch in one queue are a ``range``."""
     offsets = offsets[: len(ids)] + [7] * (len(ids) - len(offsets))
-    columns: tuple[Any, Any] = (tuple(ids), tuple(offsets)) if as_tuple else (ids, offsets)
-    got = SCAN.lane_reply(grpc_server._OK_FIELD, *columns)
-    plain = all(i.isascii() for i in ids) and all(0 <= o < 2**63 for o in offsets)
-    if plain:
+    column: Any = offsets
+    if kind == "tuple":
+        column = tuple(offsets)
+    elif kind == "range":
+        column = range(offsets[0], offsets[0] + len(ids)) if ids else range(0)
+        offsets = list(column)
+    got = SCAN.lane_reply(grpc_server._OK_FIELD, tuple(ids) if kind == "tuple" else ids, column)
+    if all(i.isascii() for i in ids) and all(0 <= o < 2**63 for o in offsets):
         assert got == wire.lane_reply(ids, offsets)
     else:
         assert got is None
-    assert SCAN.lane_reply(grpc_server._OK_FIELD, [*ids, "x"], offsets) is None
+    assert SCAN.lane_reply(grpc_server._OK_FIELD, [*ids, "x"], column) is None
+    assert SCAN.lane_reply(grpc_server._OK_FIELD, iter(ids), column) is None

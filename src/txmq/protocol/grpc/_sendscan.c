@@ -482,43 +482,47 @@ static inline Py_ssize_t varint_size(uint64_t v)
 }
 
 /* lane_reply(ok, message_ids, queue_offsets) -> bytes | None: wire.lane_reply's bytes (ok: the OK
- * status field, wire._OK_STATUS), or None when an id is not an ASCII str or an offset not an int in
- * 0..2**63-1 (the Python reference then writes it) */
+ * status field, wire._OK_STATUS), or None when an id is not an ASCII str, an offset not an int in
+ * 0..2**63-1, the columns' lengths differ or their types are others (the Python reference then
+ * writes the reply or raises) */
 static PyObject *py_lane_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3 || !PyBytes_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "lane_reply takes (bytes, ids, offsets)");
         return NULL;
     }
-    /* lists or tuples only (their items read in place); anything else: the reference's */
+    /* ids: a list or tuple; offsets: a list, tuple or range (the commit log's offsets of a batch in
+     * one queue), read as a list; anything else: the reference's */
     if (!(PyList_CheckExact(args[1]) || PyTuple_CheckExact(args[1]))
-        || !(PyList_CheckExact(args[2]) || PyTuple_CheckExact(args[2])))
+        || !(PyList_CheckExact(args[2]) || PyTuple_CheckExact(args[2]) || PyRange_Check(args[2])))
         Py_RETURN_NONE;
+    PyObject *offsets_seq = PySequence_Fast(args[2], "offsets");
+    if (offsets_seq == NULL)
+        return NULL;
     PyObject *const *ids = PySequence_Fast_ITEMS(args[1]);
-    PyObject *const *offsets = PySequence_Fast_ITEMS(args[2]);
+    PyObject *const *offsets = PySequence_Fast_ITEMS(offsets_seq);
     const unsigned char *ok = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     const Py_ssize_t ok_n = PyBytes_GET_SIZE(args[0]), count = PySequence_Fast_GET_SIZE(args[1]);
-    if (PySequence_Fast_GET_SIZE(args[2]) != count)
-        Py_RETURN_NONE;
+    PyObject *out = NULL;
+    if (PySequence_Fast_GET_SIZE(offsets_seq) != count)
+        goto declined;
     Py_ssize_t total = ok_n;
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *id = ids[i], *offset = offsets[i];
         if (!PyUnicode_CheckExact(id) || !PyUnicode_IS_ASCII(id) || !PyLong_CheckExact(offset))
-            Py_RETURN_NONE;
+            goto declined;
         int overflow = 0;
         long long value = PyLong_AsLongLongAndOverflow(offset, &overflow);
-        if (overflow || value < 0) {
-            PyErr_Clear();
-            Py_RETURN_NONE;
-        }
+        if (overflow || value < 0)
+            goto declined;
         Py_ssize_t id_n = PyUnicode_GET_LENGTH(id);
         Py_ssize_t entry = ok_n + (id_n ? 1 + varint_size((uint64_t)id_n) + id_n : 0)
                            + (value ? 1 + varint_size((uint64_t)value) : 0);
         total += 1 + varint_size((uint64_t)entry) + entry;
     }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
+    out = PyBytes_FromStringAndSize(NULL, total);
     if (out == NULL)
-        return NULL;
+        goto done;
     unsigned char *w = (unsigned char *)PyBytes_AS_STRING(out);
     memcpy(w, ok, (size_t)ok_n);
     w += ok_n;
@@ -543,6 +547,12 @@ static PyObject *py_lane_reply(PyObject *self, PyObject *const *args, Py_ssize_t
             w += put_varint(w, value);
         }
     }
+    goto done;
+declined:
+    out = Py_None;
+    Py_INCREF(out);
+done:
+    Py_DECREF(offsets_seq);
     return out;
 }
 
