@@ -84,6 +84,8 @@ C_MODULES: dict[str, str] = {
     "txmq.storage._batchenc": "txmq/storage/_batchenc.c",  # batched append: encode, CRC32C, key digests
     # a plain SEND_BATCH_MESSAGE body straight into the send lane's columns
     "txmq.server.remoting._lanescan": "txmq/server/remoting/_lanescan.c",
+    # a plain gRPC SendMessageRequest straight into the send lane's columns
+    "txmq.protocol.grpc._sendscan": "txmq/protocol/grpc/_sendscan.c",
     # a ROCKETMQ header's extFields map, common field names interned
     "txmq.protocol.remoting._hdrmap": "txmq/protocol/remoting/_hdrmap.c",
     # a remoting pull body's records straight into MessageView objects (the SDK's pull)

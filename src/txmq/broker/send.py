@@ -735,7 +735,7 @@ class SendService:
         return tail
 
     def lane_columns(
-        self, topic_name: str, scan: LaneScan, ctx: SendContext
+        self, topic_name: str, scan: LaneScan, ctx: SendContext, shared: bool = True
     ) -> tuple[LaneSent, Awaitable[None]] | None:
         """A batch of NORMAL messages whose columns a door read straight from its request
         (:class:`LaneScan`: remoting's SEND_BATCH_MESSAGE through ``server/remoting/_lanescan.c``)
@@ -744,7 +744,9 @@ class SendService:
         same records. None, having changed nothing, when a check fails: the caller then sends the
         batch the general way, which gives the error. The awaitable is the open group's shared
         waiter (``put_columns(shared=True)``): the caller only adds done callbacks to it, never
-        awaits it; in SYNC mode they run as the group completes, before the group's dispatch."""
+        awaits it; in SYNC mode they run as the group completes, before the group's dispatch.
+        ``shared=False`` (the gRPC door's ``_sendscan``, which awaits it): the append's own waiter,
+        as :meth:`_lane_batch` gets it."""
         bodies, encoded, tags_codes, index_keys, message_ids, body_total = scan
         count = len(bodies)
         if count < 2 or count > limits.batch_count_max or body_total > limits.batch_bytes_max:
@@ -772,10 +774,45 @@ class SendService:
         )  # fmt: skip
         # shared: the door only adds a done callback (a ``Deferred``), so in SYNC mode the answer is
         # written as the group completes, before its ConsumeQueue and index entries (answer first)
-        appended, durable = self._store.put_columns(topic_name, columns, True)
+        appended, durable = self._store.put_columns(topic_name, columns, shared)
         ids = offset_ids(self._offset_id_prefix(), appended.physical_offsets)
         queue_ids = [queue_id] * count
         return LaneSent(topic.name, queue_ids, message_ids, appended.queue_offsets, ids), durable
+
+    def lane_one(self, topic_name: str, scan: LaneScan, ctx: SendContext) -> LaneAppend | None:
+        """A one-message :class:`LaneScan` (the gRPC door's ``_sendscan``: a NORMAL message whose
+        content checks the scan made) appended as :meth:`lane_append` appends the same message: the
+        topic's check, queue choice, clock reading and record. None, having changed nothing, when the
+        topic is refused or the scan holds more messages: the caller then takes :meth:`lane_append`,
+        which gives the error. The awaitable is the append's own (the caller awaits it)."""
+        bodies, encoded, tags_codes, index_keys, message_ids, _ = scan
+        if len(bodies) != 1:
+            return None
+        try:
+            if topic_name not in self._lane_topics:
+                names.validate_topic(topic_name)
+                if len(self._lane_topics) < _LANE_TOPICS_MAX:
+                    self._lane_topics.add(topic_name)
+            topic = self._lane_resolve(topic_name, MessageType.NORMAL)
+        except errors.TxmqError:
+            return None
+        explicit = ctx.queue_id
+        if explicit is not None and explicit >= 0:
+            if explicit >= topic.queues:
+                return None
+            queue_id = explicit
+        else:
+            queue_id = self._queue_for(None, topic, None)
+        now = self._clock.now_ms()
+        record: RecordFields = _new_tuple(
+            RecordFields,
+            (topic_name.encode(), queue_id, bodies[0], encoded[0], tags_codes[0], 0, 0, now,
+             ctx.born_host.encode(), 0, 0, index_keys[0]),
+        )  # fmt: skip
+        records = [record]
+        appended, durable = self._store.put_records_columns(topic_name, records)
+        lane: LaneAppend = _new_tuple(LaneAppend, (topic.name, records, appended, message_ids, durable))
+        return lane
 
     def _lane_results(self, sent: LaneSent) -> list[SendResult]:
         name = sent.topic

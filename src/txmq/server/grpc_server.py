@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
+import importlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -48,6 +49,27 @@ Handler = Callable[[Any, Any, Any], Awaitable[Any]]
 # born hosts whose SendContext the door keeps: building one (a frozen dataclass: its generated __init__
 # sets each field through object.__setattr__) costs ~6k instructions, a look-up ~0.3k
 _CONTEXTS_MAX = 1024
+
+
+def _load_sendscan() -> Any:
+    """The C scan of a plain SendMessageRequest (``protocol/grpc/_sendscan.c``, built beside the mypyc
+    modules) or None: not built, or ``TXMQ_PURE=1``. Without it every request takes ``wire.send_lane``,
+    ``checks.check_lean`` and the send lane's Python path, the reference it is held to
+    (``tests/property/test_grpc_send_scan.py``)."""
+    try:
+        return importlib.import_module("txmq.protocol.grpc._sendscan")
+    except ImportError:
+        return None
+
+
+_SENDSCAN: Any = _load_sendscan()
+# a SendMessageResponse's status field (1) holding OK, as wire.lane_reply starts the reply and each entry
+_OK_STATUS = convert.OK_STATUS.SerializeToString()
+_OK_FIELD = b"\x0a" + wire.varint(len(_OK_STATUS)) + _OK_STATUS
+_SCAN_LIMITS = (
+    limits.body_bytes_max, limits.tag_bytes_max, limits.keys_count_max, limits.key_bytes_max,
+    limits.property_count_max, limits.properties_bytes_max,
+)  # fmt: skip
 
 
 def _unary(response: Any) -> Callable[[Handler], Handler]:
@@ -210,6 +232,21 @@ class MessagingServicer:
         The common request (``wire.send_lane``) is served here in one coroutine: no wrapper, no
         nested coroutines, no look at the call's metadata (a send needs no client id). Every failure
         becomes a v2 status, as :func:`_unary` words it."""
+        if _SENDSCAN is not None and request.__class__ is bytes:
+            try:
+                started = self._send_scanned(request, context)
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
+                return S.SendMessageResponse(status=status_of(exc))
+            if started.__class__ is tuple:  # appended: answered once durable
+                message_ids, queue_offsets, durable = started
+                try:
+                    await durable
+                    reply = _SENDSCAN.lane_reply(_OK_FIELD, message_ids, queue_offsets)
+                    return wire.lane_reply(message_ids, queue_offsets) if reply is None else reply
+                except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
+                    return _send_failed(exc, message_ids)
+            if started is not None:
+                return started  # the append failed: its v2 status
         try:
             decoded = wire.send_lane(request) if request.__class__ is bytes else None
             if decoded is None:
@@ -232,6 +269,39 @@ class MessagingServicer:
             return wire.lane_reply(appended.message_ids, appended.appended.queue_offsets)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
             return _send_failed(exc, [m.message_id or "" for m in lean])
+
+    def _send_scanned(self, request: bytes, context: Any) -> Any:
+        """A plain request (NORMAL messages without user properties, ASCII fields: what the official
+        clients send) read by one C call into the send lane's columns and appended at once:
+        (message ids, queue offsets, durable) to answer once ``durable`` completes, the failure's
+        SendMessageResponse when the append raised, or None, having changed nothing, for anything the
+        scan or the lane declines (the caller then takes ``wire.send_lane``, which judges it and
+        gives its errors). The same records and answer as that path
+        (``tests/property/test_grpc_send_scan.py``)."""
+        sender = self.broker.sender
+        tail = sender.lane_tail(None)  # the door's contexts carry no producer group
+        if tail is None:
+            return None  # pragma: no cover - no group: the tail is the message type's pair
+        scan = _SENDSCAN.send_scan(request, tail, *_SCAN_LIMITS)
+        if scan is None:
+            return None
+        topic, born_host, columns = scan
+        host = born_host or _peer_host(context)
+        ctx = self._contexts.get(host) or self._context(host)
+        message_ids: list[str] = columns[4]
+        try:
+            if len(message_ids) > 1:
+                started = sender.lane_columns(topic, columns, ctx, False)
+                if started is None:
+                    return None
+                sent, durable = started
+                return (message_ids, sent.queue_offsets, durable)
+            appended = sender.lane_one(topic, columns, ctx)
+            if appended is None:
+                return None
+            return (message_ids, appended.appended.queue_offsets, appended.durable)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a v2 status
+            return _send_failed(exc, message_ids)
 
     @_unary(S.SendMessageResponse)
     async def _send_general(self, request: Any, context: Any) -> Any:
