@@ -90,6 +90,8 @@ C_MODULES: dict[str, str] = {
     "txmq.protocol.remoting._hdrmap": "txmq/protocol/remoting/_hdrmap.c",
     # a remoting pull body's records straight into MessageView objects (the SDK's pull)
     "txmq.client._pullviews": "txmq/client/_pullviews.c",
+    # the SDK batch send's loops: its messages checked, its SendResult objects made
+    "txmq.client._batchsend": "txmq/client/_batchsend.c",
 }
 
 

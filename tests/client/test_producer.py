@@ -112,6 +112,32 @@ async def test_batch_rules(broker: BrokerProcess, unique: str) -> None:
             await producer.send_batch(batch)
 
 
+async def test_batch_checks_every_message(broker: BrokerProcess, unique: str) -> None:
+    """A bad message after good ones fails the whole batch with its own error (the SDK's C pass over
+    a batch of plain messages declines, the message-by-message checks judge), and nothing is stored;
+    a batch of plain messages with a tagged or keyed one among them is sent."""
+    bad: list[tuple[Message, type[errors.TxmqError]]] = [
+        (Message(unique, b""), errors.MessageBodyEmpty),
+        (Message(unique, b"b", keys=("a key",)), errors.InvalidKey),
+        (Message(unique, b"b", tags=" t"), errors.InvalidTag),
+        (Message(unique, b"b", transactional=True), errors.InvalidArgument),
+        (Message(unique, b"b", delay_level=0), errors.InvalidDeliveryTime),
+        (Message(unique, b"b", delivery_timestamp_ms=1), errors.InvalidArgument),
+        (Message(unique + "x", b"b"), errors.InvalidArgument),
+        (Message(unique, b"x" * (4 * 1024 * 1024 + 1)), errors.MessageTooLarge),
+    ]
+    async with Producer(broker.namesrv) as producer:
+        for message, error in bad:
+            with pytest.raises(error):
+                await producer.send_batch([Message(unique, b"a"), Message(unique, b"a2"), message])
+        sent = await producer.send_batch(
+            [Message(unique, b"p1"), Message(unique, b"p2", tags="t", keys=("k",)), Message(unique, b"p3")]
+        )
+    assert [r.queue_offset - sent[0].queue_offset for r in sent] == [0, 1, 2]
+    got = await read_all(broker, unique, 3)
+    assert sorted(m.body for m in got) == [b"p1", b"p2", b"p3"]
+
+
 async def test_global_order_with_one_queue(broker: BrokerProcess, unique: str) -> None:
     await create_topic(broker, unique, 1)
     async with Producer(broker.namesrv) as producer:

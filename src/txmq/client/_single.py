@@ -11,8 +11,10 @@ way (``headers.send_v2_fields``), ``tests/unit/test_single_send.py`` the results
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import time
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
 from txmq.client import _remoting_convert as conv
 from txmq.common import limits, msgid, names
@@ -312,10 +314,30 @@ def send_results(target: MessageQueue, ids: list[str], response: RemotingCommand
                 ids[0], queue, answer.queue_offset, answer.transaction_id, offset_id, answer.recall_handle
             )
         ]
-    offset_ids = answer.msg_id.split(",")
-    base, transaction_id, recall_handle, known = (
-        answer.queue_offset, answer.transaction_id, answer.recall_handle, len(offset_ids)
-    )  # fmt: skip
+    if _RESULTS is not None:  # one C call: every result's six slots filled, the offset ids split
+        made: list[SendResult] | None = _RESULTS(
+            ids, queue, answer.queue_offset, answer.transaction_id, answer.msg_id, answer.recall_handle
+        )
+        if made is not None:
+            return made
+    return results_py(
+        ids, queue, answer.queue_offset, answer.transaction_id, answer.msg_id, answer.recall_handle
+    )
+
+
+def results_py(
+    ids: list[str],
+    queue: MessageQueue,
+    base: int,
+    transaction_id: str | None,
+    msg_id: str,
+    recall_handle: str | None,
+) -> list[SendResult]:
+    """A batch's results: ``SendResult(ids[i], queue, base + i, transaction_id, offset_ids[i],
+    recall_handle)``, ``offset_ids`` the answer's ``msg_id`` split at commas (None past its last);
+    the reference of ``_batchsend.results`` (tests/property/test_batchsend_native.py)."""
+    offset_ids = msg_id.split(",")
+    known = len(offset_ids)
     # each SendResult(...) with its six slots set here, as the single send's: a class call runs
     # slot_init's interpreted __init__ (~5k instructions a result, a batch's 100 ~0.5M);
     # tests/unit/test_single_send.py holds them equal to the class call's
@@ -330,3 +352,53 @@ def send_results(target: MessageQueue, ids: list[str], response: RemotingCommand
         _set_recall_handle(result, recall_handle)
         results.append(result)
     return results
+
+
+def plain_total_py(messages: Sequence[Message], topic: str, body_max: int) -> int:
+    """The sum of the body lengths when every message is a plain ``Message`` of ``topic`` (exactly a
+    Message; no tags, keys, message group, delivery time or delay level; not transactional; a
+    ``bytes`` body of 1..``body_max`` bytes), else -1: the reference of ``_batchsend.plain_total``.
+    Such a message passes every check of ``Producer.send_batch``'s loop once the batch's first
+    message did (same topic), so a batch of them skips that loop."""
+    total = 0
+    for m in messages:
+        if type(m) is not Message:
+            return -1
+        body = m.body
+        if (
+            type(m.topic) is not str
+            or m.topic != topic
+            or type(body) is not bytes
+            or not 0 < len(body) <= body_max
+            or m.tags is not None
+            or type(m.keys) is not tuple
+            or m.keys
+            or m.message_group is not None
+            or m.delivery_timestamp_ms is not None
+            or m.delay_level is not None
+            or m.transactional is not False
+        ):
+            return -1
+        total += len(body)
+    return total
+
+
+def _load_batchsend() -> Any:
+    """The C extension ``client/_batchsend.c`` (built beside the mypyc modules), bound to SendResult
+    and Message; None when it is not built, ``TXMQ_PURE=1``, or a class is not laid out as it expects
+    (then every batch takes :func:`results_py` and ``send_batch``'s loop)."""
+    try:
+        module = importlib.import_module("txmq.client._batchsend")
+        module.setup(
+            SendResult, tuple(f.name for f in dataclasses.fields(SendResult)),
+            Message, tuple(f.name for f in dataclasses.fields(Message)),
+        )  # fmt: skip
+    except (ImportError, TypeError):
+        return None
+    return module
+
+
+_BATCHSEND: Final[Any] = _load_batchsend()
+_RESULTS: Final[Any] = None if _BATCHSEND is None else _BATCHSEND.results
+# plain_total(messages, topic, body_max) -> int (-1: not a plain batch), or None without the extension
+PLAIN_TOTAL: Final[Any] = None if _BATCHSEND is None else _BATCHSEND.plain_total

@@ -30,6 +30,10 @@
  *       hash, the head dict, the three arrays, the packed entry appended to pending); a key seen a
  *       moment ago (a transaction's half and its committed message) takes its digest from a small
  *       memo of recent keys instead of hashing it again.
+ *   index_add_fresh(head, offsets, stamps, previous, pending, rows, record_offsets, store_ms) -> bool
+ *       A batch's key index entries in one call when every key is fresh and distinct (rows: each
+ *       record's keys): what key_digests, head_extend, the arrays' extends and pack_entries give
+ *       together (index.KeyIndex.add_batch); False, nothing changed, for anything else.
  *   head_extend(head, digests, first) -> bool
  *       The key index's head dict given hash -> first + i for every 8-byte digest (read big-endian)
  *       when none is in it yet and none repeats, else False and head unchanged
@@ -1067,6 +1071,199 @@ fail:
     return NULL;
 }
 
+/* An array('q') given the native int64 values of data through its own frombytes (one call, its
+   memcpy), after checking it is an array('q'): any other kind would read the bytes otherwise. */
+static PyObject *frombytes_name, *typecode_name;
+
+static int is_q_array(PyObject *array)
+{
+    PyObject *code = PyObject_GetAttr(array, typecode_name);
+    if (code == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = PyUnicode_Check(code) && PyUnicode_CompareWithASCIIString(code, "q") == 0;
+    Py_DECREF(code);
+    return ok;
+}
+
+static int extend_q(PyObject *array, const int64_t *values, Py_ssize_t count)
+{
+    PyObject *data = PyBytes_FromStringAndSize((const char *)values, count * (Py_ssize_t)sizeof(int64_t));
+    if (data == NULL)
+        return -1;
+    PyObject *done = PyObject_CallMethodOneArg(array, frombytes_name, data);
+    Py_DECREF(data);
+    if (done == NULL)
+        return -1;
+    Py_DECREF(done);
+    return 0;
+}
+
+/* index_add_fresh(head, offsets, stamps, previous, pending, rows, record_offsets, store_ms) -> bool:
+   a batch's key index entries in one call when every key is fresh: rows[i] (a tuple or list of str)
+   are record i's keys at record_offsets[i]; when no key's hash is in head yet and none repeats, the
+   entries index.KeyIndex.add_batch's columnar path makes (key_digests, ActiveEntries.extend_digests,
+   pack_entries, in key order: head[hash] = position, the three arrays extended, the 24-byte entries
+   appended to pending) and True. False, nothing changed and no error, for anything else (a row that
+   is not a tuple or list, a key that is not a str or not UTF-8, a repeated or known hash, lengths
+   that differ, arrays that are not array('q'), an offset outside int64): the caller then takes the
+   general path, which gives its entries or its error. */
+static PyObject *py_index_add_fresh(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8 || !PyDict_CheckExact(args[0]) || !PyByteArray_CheckExact(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "index_add_fresh(head: dict, offsets, stamps, previous, "
+                                         "pending: bytearray, rows, record_offsets, store_ms)");
+        return NULL;
+    }
+    PyObject *head = args[0], *offsets = args[1], *stamps = args[2], *previous = args[3], *pending = args[4];
+    int64_t store_ms;
+    if (get_int(args[7], 64, &store_ms) < 0) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    if (!is_q_array(offsets) || !is_q_array(stamps) || !is_q_array(previous))
+        Py_RETURN_FALSE;
+    PyObject *rows = PySequence_Fast(args[5], "index_add_fresh: rows must be a sequence");
+    if (rows == NULL)
+        return NULL;
+    PyObject *record_offsets = PySequence_Fast(args[6], "index_add_fresh: offsets must be a sequence");
+    if (record_offsets == NULL) {
+        Py_DECREF(rows);
+        return NULL;
+    }
+    PyObject *result = Py_False;
+    unsigned char *digests = NULL;
+    uint64_t *sorted = NULL;
+    int64_t *key_offsets = NULL, *fill = NULL;
+    PyObject **hashes = NULL;
+    Py_ssize_t made = 0, count = 0;
+    Py_ssize_t records = PySequence_Fast_GET_SIZE(rows);
+    if (PySequence_Fast_GET_SIZE(record_offsets) != records)
+        goto done;
+    for (Py_ssize_t r = 0; r < records; r++) {
+        PyObject *row = PySequence_Fast_GET_ITEM(rows, r);
+        if (!PyTuple_Check(row) && !PyList_Check(row))
+            goto done;
+        count += PySequence_Fast_GET_SIZE(row);
+    }
+    if (count == 0) {
+        result = Py_True;
+        goto done;
+    }
+    digests = PyMem_Malloc((size_t)count * 8);
+    sorted = PyMem_Malloc((size_t)count * sizeof(uint64_t));
+    key_offsets = PyMem_Malloc((size_t)count * sizeof(int64_t));
+    fill = PyMem_Malloc((size_t)count * sizeof(int64_t));
+    hashes = PyMem_Calloc((size_t)count, sizeof(PyObject *));
+    if (digests == NULL || sorted == NULL || key_offsets == NULL || fill == NULL || hashes == NULL) {
+        PyErr_NoMemory();
+        result = NULL;
+        goto done;
+    }
+    Py_ssize_t k = 0;
+    for (Py_ssize_t r = 0; r < records; r++) {
+        PyObject *row = PySequence_Fast_GET_ITEM(rows, r);
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(row);
+        if (n == 0)
+            continue;
+        int64_t offset;
+        if (get_int(PySequence_Fast_GET_ITEM(record_offsets, r), 64, &offset) < 0) {
+            PyErr_Clear();
+            goto done;
+        }
+        PyObject **keys = PySequence_Fast_ITEMS(row);
+        for (Py_ssize_t j = 0; j < n; j++, k++) {
+            PyObject *key = keys[j];
+            if (!PyUnicode_Check(key))
+                goto done;
+            Py_ssize_t len;
+            const char *utf8 = PyUnicode_AsUTF8AndSize(key, &len);
+            if (utf8 == NULL) {
+                PyErr_Clear();
+                goto done;
+            }
+            blake2b_8((const unsigned char *)utf8, (size_t)len, digests + 8 * k);
+            uint64_t h = 0;
+            for (int b = 0; b < 8; b++)
+                h = h << 8 | digests[8 * k + b];
+            sorted[k] = h;
+            key_offsets[k] = offset;
+        }
+    }
+    qsort(sorted, (size_t)count, sizeof(uint64_t), cmp_u64);
+    for (Py_ssize_t i = 1; i < count; i++)
+        if (sorted[i] == sorted[i - 1])
+            goto done;
+    for (Py_ssize_t i = 0; i < count; i++, made++) {
+        uint64_t h = 0;
+        for (int b = 0; b < 8; b++)
+            h = h << 8 | digests[8 * i + b];
+        hashes[i] = PyLong_FromUnsignedLongLong(h);
+        if (hashes[i] == NULL) {
+            made++;
+            result = NULL;
+            goto done;
+        }
+        int found = PyDict_Contains(head, hashes[i]);
+        if (found != 0) {
+            made++;
+            result = found < 0 ? NULL : Py_False;
+            goto done;
+        }
+    }
+    Py_ssize_t first = PyObject_Length(offsets);
+    if (first < 0) {
+        result = NULL;
+        goto done;
+    }
+    /* every check passed: from here on only memory exhaustion fails (then the entries set so far
+       stay, as a failing head_extend or array extend leaves them on the reference path) */
+    result = NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *position = PyLong_FromSsize_t(first + i);
+        if (position == NULL)
+            goto done;
+        int rc = PyDict_SetItem(head, hashes[i], position);
+        Py_DECREF(position);
+        if (rc < 0)
+            goto done;
+    }
+    if (extend_q(offsets, key_offsets, count) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < count; i++)
+        fill[i] = store_ms;
+    if (extend_q(stamps, fill, count) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < count; i++)
+        fill[i] = -1;
+    if (extend_q(previous, fill, count) < 0)
+        goto done;
+    Py_ssize_t used = PyByteArray_GET_SIZE(pending);
+    if (PyByteArray_Resize(pending, used + 24 * count) < 0)
+        goto done;
+    unsigned char *out = (unsigned char *)PyByteArray_AS_STRING(pending) + used;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        memcpy(out + 24 * i, digests + 8 * i, 8);
+        put_u64(out + 24 * i + 8, (uint64_t)key_offsets[i]);
+        put_u64(out + 24 * i + 16, (uint64_t)store_ms);
+    }
+    result = Py_True;
+done:
+    if (hashes != NULL)
+        for (Py_ssize_t i = 0; i < made; i++)
+            Py_XDECREF(hashes[i]);
+    PyMem_Free(hashes);
+    PyMem_Free(fill);
+    PyMem_Free(key_offsets);
+    PyMem_Free(sorted);
+    PyMem_Free(digests);
+    Py_DECREF(record_offsets);
+    Py_DECREF(rows);
+    Py_XINCREF(result);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"encode_batch", (PyCFunction)(void (*)(void))py_encode_batch, METH_FASTCALL,
      "Encode a batch's records into buf (see the module's source)."},
@@ -1087,6 +1284,8 @@ static PyMethodDef methods[] = {
      "The key index's head extended by fresh, distinct hashes, or False (unchanged)."},
     {"index_add", (PyCFunction)(void (*)(void))py_index_add, METH_FASTCALL,
      "The key index's entries of one record's keys (index.KeyIndex.add_py's steps)."},
+    {"index_add_fresh", (PyCFunction)(void (*)(void))py_index_add_fresh, METH_FASTCALL,
+     "A batch's key index entries when every key is fresh (KeyIndex.add_batch's columnar path), or False."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1105,6 +1304,12 @@ PyMODINIT_FUNC PyInit__batchenc(void)
     Py_DECREF(struct_module);
     if (struct_error == NULL)
         return NULL;
+    if (frombytes_name == NULL) {
+        frombytes_name = PyUnicode_InternFromString("frombytes");
+        typecode_name = PyUnicode_InternFromString("typecode");
+        if (frombytes_name == NULL || typecode_name == NULL)
+            return NULL;
+    }
     if (one_item == NULL) {
         PyObject *array_module = PyImport_ImportModule("array");
         if (array_module == NULL)

@@ -52,3 +52,13 @@ def index_add(
     offset: int,
     store_ms: int,
 ) -> None: ...
+def index_add_fresh(
+    head: dict[int, int],
+    offsets: array[int],
+    stamps: array[int],
+    previous: array[int],
+    pending: bytearray,
+    rows: Sequence[Sequence[str] | None],
+    record_offsets: Sequence[int],
+    store_ms: int,
+) -> bool: ...

@@ -233,6 +233,16 @@ class KeyIndex:
                 self.add(topic, props, offset, store_ms, given)
             return
         self._last_offset = offsets[-1]
+        if BATCHENC is not None and len(topics) == len(properties) == len(offsets):
+            # one C call when the writer knew every record's keys and all are fresh (a batch's
+            # message ids): hashed, checked, head, arrays and packed entries, as the lines below
+            # make them (tests/property/test_index_fresh.py); False, nothing changed, otherwise
+            active = self.active
+            if BATCHENC.index_add_fresh(
+                active.head, active.offsets, active.stamps, active.previous, self._pending, keys, offsets,
+                store_ms,
+            ):  # fmt: skip
+                return
         # one compiled pass: each key with its record's offset (no chain/repeat/map objects per record)
         keys_fn = self.keys_fn
         flat_keys: list[str] = []

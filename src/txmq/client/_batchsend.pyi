@@ -1,0 +1,22 @@
+# The C extension's interface (src/txmq/client/_batchsend.c); _single.py loads it at run time (None
+# when it is not built), and its Python code (results_py, plain_total_py, send_batch's loop) is the
+# reference.
+from collections.abc import Sequence
+
+from txmq.common.message import Message, MessageQueue, SendResult
+
+def setup(
+    result_cls: type[SendResult],
+    result_fields: tuple[str, ...],
+    message_cls: type[Message],
+    message_fields: tuple[str, ...],
+) -> None: ...
+def results(
+    ids: list[str],
+    queue: MessageQueue,
+    base: int,
+    transaction_id: str | None,
+    msg_id: str,
+    recall_handle: str | None,
+) -> list[SendResult] | None: ...
+def plain_total(messages: Sequence[Message], topic: str, body_max: int) -> int: ...
