@@ -354,16 +354,19 @@ def results_py(
     return results
 
 
-def plain_total_py(messages: Sequence[Message], topic: str, body_max: int) -> int:
+def plain_total_py(messages: Sequence[object], topic: str, body_max: int) -> int:
     """The sum of the body lengths when every message is a plain ``Message`` of ``topic`` (exactly a
     Message; no tags, keys, message group, delivery time or delay level; not transactional; a
     ``bytes`` body of 1..``body_max`` bytes), else -1: the reference of ``_batchsend.plain_total``.
     Such a message passes every check of ``Producer.send_batch``'s loop once the batch's first
     message did (same topic), so a batch of them skips that loop."""
     total = 0
-    for m in messages:
-        if type(m) is not Message:
+    for item in messages:
+        if type(item) is not Message:
             return -1
+        # read untyped: compiled, a typed read of a field holding another type (a list of keys, a str
+        # body set behind the constructor's back) raises TypeError, where this must answer -1
+        m: Any = item
         body = m.body
         if (
             type(m.topic) is not str
