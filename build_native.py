@@ -44,6 +44,7 @@ NATIVE_MODULES: list[str] = [
     "txmq.storage.index",
     "txmq.storage.dispatch",
     "txmq.storage.flush",
+    "txmq.storage.osfile",
     "txmq.storage.store",
     "txmq.broker.send",
     "txmq.broker.records",
@@ -74,6 +75,7 @@ NATIVE_MODULES: list[str] = [
     "txmq.common.properties",
     "txmq.common.msgid",
     "txmq.common.completion",
+    "txmq.common.clock",
     "txmq.spark.rows",
 ]
 

@@ -193,6 +193,7 @@ class SendService:
     ) -> None:
         self._store = store
         self._topics = topics
+        self._topic_configs = topics.configs()  # the registry's live map: get() without its call
         self._clock = clock
         self._levels = delay_levels
         self._delay_ms_max = delay_ms_max
@@ -856,7 +857,7 @@ class SendService:
         """``TopicRegistry.resolve(name, for_write=True, message_type=...)``, remembered: a config
         that passed is a frozen value, so while the registry holds that same object it passes again
         (a changed topic is a new object and is resolved afresh)."""
-        config = self._topics.get(name)
+        config = self._topic_configs.get(name)
         key = (name, message_type)
         if config is not None and self._lane_resolved.get(key) is config:
             return config

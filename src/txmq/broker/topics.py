@@ -78,6 +78,12 @@ class TopicRegistry:
     def get(self, name: str) -> TopicConfig | None:
         return self._topics.get(name)
 
+    def configs(self) -> dict[str, TopicConfig]:
+        """The live map of topic configs by name (never replaced, only changed in place here; callers
+        only read it): for a compiled caller's lookup per message, a dict read instead of an
+        interpreted :meth:`get`."""
+        return self._topics
+
     def list(self, *, include_system: bool = False) -> list[TopicConfig]:
         return sorted(
             (t for t in self._topics.values() if include_system or not t.system), key=lambda t: t.name

@@ -7,7 +7,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Protocol
+
+try:  # mypyc reads the decorator at compile time; mypy_extensions is not a run-time dependency
+    from mypy_extensions import mypyc_attr
+except ImportError:  # pragma: no cover - pure Python without mypy installed: a decorator doing nothing
+
+    def mypyc_attr(*_args: object, **_kwargs: object) -> Callable[[type], type]:  # type: ignore[misc]
+        return lambda cls: cls
 
 
 class Clock(Protocol):
@@ -16,6 +24,7 @@ class Clock(Protocol):
     def monotonic_ms(self) -> int: ...
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (a call per record), still subclassable
 class SystemClock:
     """The real clock."""
 
@@ -26,6 +35,7 @@ class SystemClock:
         return time.monotonic_ns() // 1_000_000
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FakeClock:
     """A clock for tests and simulation: time moves only through :meth:`advance` / :meth:`set`."""
 

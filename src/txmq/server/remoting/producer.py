@@ -349,7 +349,8 @@ def end_transaction(
         else:
             half_offset = parsed[2]  # what the service would parse out of transaction_id again
     try:
-        started = ctx.broker.end_transaction_nowait(
+        # the service's own call (Broker.end_transaction_nowait is an interpreted keyword call to it)
+        started = transactions.end_nowait(
             topic=fields.topic, message_id=fields.msg_id, transaction_id=transaction_id,
             commit=decision, from_check=fields.from_check, client_id=endpoint.peer, half_offset=half_offset,
         )  # fmt: skip
