@@ -88,6 +88,8 @@ C_MODULES: dict[str, str] = {
     "txmq.protocol.remoting._hdrmap": "txmq/protocol/remoting/_hdrmap.c",
     # a remoting pull body's records straight into MessageView objects (the SDK's pull)
     "txmq.client._pullviews": "txmq/client/_pullviews.c",
+    # a slotted instance made with its slots set (the SDK's views, results, END refs: fastinit.slot_maker)
+    "txmq.common._slots": "txmq/common/_slots.c",
 }
 
 
