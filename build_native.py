@@ -94,6 +94,8 @@ C_MODULES: dict[str, str] = {
     "txmq.client._pullviews": "txmq/client/_pullviews.c",
     # the SDK batch send's loops: its messages checked, its SendResult objects made
     "txmq.client._batchsend": "txmq/client/_batchsend.c",
+    # a slotted instance made with its slots set (the SDK's views, results, END refs: fastinit.slot_maker)
+    "txmq.common._slots": "txmq/common/_slots.c",
 }
 
 

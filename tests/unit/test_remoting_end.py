@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from txmq.client._remoting import _end_binary, _end_fields, _end_json
+from txmq.client._remoting import _end_binary, _end_binary_pairs, _end_fields, _end_json
 from txmq.client._transport import TransactionRef
 from txmq.common import msgid
 from txmq.protocol.remoting import frame
@@ -60,9 +60,11 @@ def test_pre_rendered_end_frames_equal_the_generic_ones(
                 RequestCode.END_TRANSACTION, _end_json(ref, group, commit, from_check)
             )
         else:
-            data = fast.send_binary_oneway(
-                RequestCode.END_TRANSACTION, _end_binary(ref, group, commit, from_check)
-            )
+            rendered = _end_binary(ref, group, commit, from_check)
+            # the parts kept per group and topic give the pair-by-pair reference's bytes, cached or not
+            assert rendered == _end_binary_pairs(ref, group, commit, from_check)
+            assert _end_binary(ref, group, commit, from_check) == rendered
+            data = fast.send_binary_oneway(RequestCode.END_TRANSACTION, rendered)
         expected = generic.send(generic.new_request(RequestCode.END_TRANSACTION, ext, oneway=True))
         assert data == expected
         assert fast.pending == {} and generic.pending == {}
@@ -75,7 +77,7 @@ def test_pre_rendered_end_frames_equal_the_generic_ones(
 
 def test_a_reference_with_text_that_is_not_str_is_refused_by_the_fast_form() -> None:
     ref = TransactionRef("t", b"not text", "tx")  # type: ignore[arg-type]
-    for render in (_end_json, _end_binary):
+    for render in (_end_json, _end_binary, _end_binary_pairs):
         try:
             render(ref, "g", True, False)
         except TypeError:
@@ -84,3 +86,18 @@ def test_a_reference_with_text_that_is_not_str_is_refused_by_the_fast_form() -> 
             raise AssertionError(
                 f"{render.__name__} must refuse a non-str field (the caller then goes the general way)"
             )
+
+
+def test_a_group_or_topic_that_is_not_str_is_refused_even_after_its_text_was_kept() -> None:
+    """A bytes group or topic is refused by both binary forms, also when the same text as ``str`` was
+    rendered (and kept) just before."""
+    good = TransactionRef("topic", "id", "tx", 1, 2, None, "broker-a")
+    assert _end_binary(good, "group", True, False) == _end_binary_pairs(good, "group", True, False)
+    bad_topic = TransactionRef(b"topic", "id", "tx", 1, 2, None, "broker-a")  # type: ignore[arg-type]
+    for render in (_end_binary, _end_binary_pairs):
+        for ref, group in ((good, b"group"), (bad_topic, "group")):
+            try:
+                render(ref, group, True, False)  # type: ignore[arg-type]
+            except TypeError:
+                continue
+            raise AssertionError(f"{render.__name__} took a field that is not str")

@@ -23,6 +23,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from txmq.client import _remoting_convert as conv
 from txmq.client import _single as single
@@ -109,9 +110,12 @@ def _end_json(ref: TransactionRef, producer_group: str, commit: bool | None, fro
     )
 
 
-def _end_binary(ref: TransactionRef, producer_group: str, commit: bool | None, from_check: bool) -> bytes:
+def _end_binary_pairs(
+    ref: TransactionRef, producer_group: str, commit: bool | None, from_check: bool
+) -> bytes:
     """``_end_json`` for a ROCKETMQ channel: ``_end_fields`` as ``frame.binary_ext`` writes them
-    (tests/unit/test_remoting_end.py); ``TypeError`` as ``_end_json`` raises it."""
+    (tests/unit/test_remoting_end.py), pair by pair: the reference of ``_end_binary``; ``TypeError``
+    as ``_end_json`` raises it."""
     offset = _half_log_offset(ref)
     return b"".join(
         (
@@ -123,6 +127,77 @@ def _end_binary(ref: TransactionRef, producer_group: str, commit: bool | None, f
             binary_pair("topic", ref.topic),
             binary_pair("fromTransactionCheck", "true" if from_check else "false"),
             binary_pair("transactionId", ref.transaction_id),
+        )
+    )
+
+
+def _binary_key(key: str) -> bytes:
+    """A pair's bytes up to its value's length, as ``binary_pair`` writes them: int16 length, key."""
+    return binary_pair(key, "")[:-4]
+
+
+# END_TRANSACTION's pairs, in _end_fields' order: the keys' bytes and the constant pairs rendered once
+_U32: Final = tuple(n.to_bytes(4, "big") for n in range(256))  # value lengths up to 255
+_END_TRAN: Final = _binary_key("tranStateTableOffset")
+_END_LOG: Final = _binary_key("commitLogOffset")
+# the decision pair, then the msgId key; the check flag pair, then the transactionId key
+_END_COMMIT: Final = binary_pair("commitOrRollback", str(int(_DECISION[True]))) + _binary_key("msgId")
+_END_ROLLBACK: Final = binary_pair("commitOrRollback", str(int(_DECISION[False]))) + _binary_key("msgId")
+_END_NOT: Final = binary_pair("commitOrRollback", str(int(_DECISION[None]))) + _binary_key("msgId")
+_END_FROM_CHECK: Final = binary_pair("fromTransactionCheck", "true") + _binary_key("transactionId")
+_END_NOT_FROM_CHECK: Final = binary_pair("fromTransactionCheck", "false") + _binary_key("transactionId")
+_END_PAIRS_MAX: Final = 1024  # groups and topics whose pairs are kept rendered (then forgotten)
+_end_group_pairs: dict[str, bytes] = {}
+_end_topic_pairs: dict[str, bytes] = {}
+
+
+def _u32(n: int) -> bytes:
+    return _U32[n] if n < 256 else n.to_bytes(4, "big")
+
+
+def _text_bytes(value: str) -> bytes:
+    if type(value) is not str:  # binary_pair's refusal (compiled code raises it reading the field)
+        raise TypeError(f"extFields value of {type(value).__name__}, not str")
+    return value.encode("utf-8")
+
+
+def _kept_pair(pairs: dict[str, bytes], key: str, value: str) -> bytes:
+    """``binary_pair(key, value)``, kept in ``pairs`` by value (a producer's group, its topics)."""
+    pair = pairs.get(value) if type(value) is str else None
+    if pair is None:
+        pair = binary_pair(key, value)
+        if len(pairs) >= _END_PAIRS_MAX:
+            pairs.clear()
+        pairs[value] = pair
+    return pair
+
+
+def _end_binary(ref: TransactionRef, producer_group: str, commit: bool | None, from_check: bool) -> bytes:
+    """``_end_binary_pairs`` (the reference, tests/unit/test_remoting_end.py) from parts rendered once:
+    the group's and the topic's pairs kept per value, the keys and the decision and check flag pairs
+    constant; only the two offsets and the two ids are encoded per END_TRANSACTION."""
+    offset = _half_log_offset(ref)
+    tran = str(int(ref.queue_offset)).encode("ascii")
+    log_offset = str(int(offset)).encode("ascii")
+    msg_id = _text_bytes(ref.message_id)
+    transaction_id = _text_bytes(ref.transaction_id)
+    decision = _END_NOT if commit is None else _END_COMMIT if commit else _END_ROLLBACK
+    return b"".join(
+        (
+            _kept_pair(_end_group_pairs, "producerGroup", producer_group),
+            _END_TRAN,
+            _U32[len(tran)],
+            tran,
+            _END_LOG,
+            _U32[len(log_offset)],
+            log_offset,
+            decision,
+            _u32(len(msg_id)),
+            msg_id,
+            _kept_pair(_end_topic_pairs, "topic", ref.topic),
+            _END_FROM_CHECK if from_check else _END_NOT_FROM_CHECK,
+            _u32(len(transaction_id)),
+            transaction_id,
         )
     )
 

@@ -19,6 +19,7 @@ from typing import Any, Final
 from txmq.client import _remoting_convert as conv
 from txmq.common import limits, msgid, names
 from txmq.common import properties as props
+from txmq.common.fastinit import slot_maker
 from txmq.common.message import Message, MessageQueue, SendResult
 from txmq.protocol.remoting import headers
 from txmq.protocol.remoting.codes import ResponseCode
@@ -241,18 +242,12 @@ class BinarySendHeaders:
 # the queue ids an answer names: one dict lookup instead of the plain-decimal check (canonical
 # spellings only, so anything else still goes to _plain_int)
 _SMALL_INTS: Final[dict[str, int]] = {str(i): i for i in range(-1, 1024)}
-_new_result: Final = object.__new__
-_SLOTS: Final = SendResult.__dict__
-_set_message_id: Final = _SLOTS["message_id"].__set__
-_set_queue: Final = _SLOTS["queue"].__set__
-_set_queue_offset: Final = _SLOTS["queue_offset"].__set__
-_set_transaction_id: Final = _SLOTS["transaction_id"].__set__
-_set_offset_message_id: Final = _SLOTS["offset_message_id"].__set__
-_set_recall_handle: Final = _SLOTS["recall_handle"].__set__
-if [f.name for f in dataclasses.fields(SendResult)] != [
-    "message_id", "queue", "queue_offset", "transaction_id", "offset_message_id", "recall_handle",
-]:  # fmt: skip
-    raise AssertionError("SendResult's fields changed: update send_result's setters")
+# a SendResult from its six field values: common.fastinit.slot_maker (one C call with common/_slots.c
+# built, else object.__new__ plus the slot setters), which checks the field list at import
+_MAKE_RESULT: Final = slot_maker(
+    SendResult,
+    ("message_id", "queue", "queue_offset", "transaction_id", "offset_message_id", "recall_handle"),
+)
 
 
 def _plain_int(raw: str) -> int | None:
@@ -285,14 +280,15 @@ def send_result(target: MessageQueue, message_id: str, response: RemotingCommand
                 )
                 comma = offset_ids.find(",")
                 # SendResult(...) with its six slots set here: a class call runs slot_init's
-                # interpreted __init__ (~5k instructions), this ~1.5k; tests/unit/test_single_send.py
-                result: SendResult = _new_result(SendResult)
-                _set_message_id(result, message_id)
-                _set_queue(result, queue)
-                _set_queue_offset(result, queue_offset)
-                _set_transaction_id(result, ext.get("transactionId"))
-                _set_offset_message_id(result, offset_ids if comma < 0 else offset_ids[:comma])
-                _set_recall_handle(result, ext.get("recallHandle"))
+                # interpreted __init__ (~5k instructions); tests/unit/test_single_send.py
+                result: SendResult = _MAKE_RESULT(
+                    message_id,
+                    queue,
+                    queue_offset,
+                    ext.get("transactionId"),
+                    offset_ids if comma < 0 else offset_ids[:comma],
+                    ext.get("recallHandle"),
+                )
                 return result
     return send_results(target, [message_id], response)[0]
 
@@ -343,13 +339,9 @@ def results_py(
     # tests/unit/test_single_send.py holds them equal to the class call's
     results: list[SendResult] = []
     for i in range(len(ids)):
-        result: SendResult = _new_result(SendResult)
-        _set_message_id(result, ids[i])
-        _set_queue(result, queue)
-        _set_queue_offset(result, base + i)
-        _set_transaction_id(result, transaction_id)
-        _set_offset_message_id(result, offset_ids[i] if i < known else None)
-        _set_recall_handle(result, recall_handle)
+        result: SendResult = _MAKE_RESULT(
+            ids[i], queue, base + i, transaction_id, offset_ids[i] if i < known else None, recall_handle
+        )
         results.append(result)
     return results
 

@@ -18,10 +18,10 @@ the half message, so ``TableBackedListener`` can record it with the business cha
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import dataclasses
 import inspect
 import logging
+import queue
+import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -35,6 +35,7 @@ from txmq.client._selectors import entry_bytes
 from txmq.client._transport import CheckRequest, TransactionRef, Transport
 from txmq.client.transaction_state import LocalTransactionState, TransactionListener
 from txmq.common import errors, msgid
+from txmq.common.fastinit import slot_maker
 from txmq.common.message import Message, MessageQueue, MessageType, MessageView, SendResult
 
 try:  # mypyc reads the decorator at compile time; mypy_extensions is not a run-time dependency
@@ -56,20 +57,13 @@ _DECISION = {
 }
 
 
-# The three frozen slotted dataclasses a transaction builds are made here with object.__new__ and
-# their slot descriptors: calling the class from compiled code runs slot_init's interpreted __init__
-# (MessageView: ~20k instructions per half). tests/unit/test_tx_fastbuild.py holds each to the class
-# call with the same arguments, field by field.
-_new: Final = object.__new__
-
-
-def _setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...]:
-    if tuple(f.name for f in dataclasses.fields(cls)) != names:
-        raise AssertionError(f"{cls.__name__}'s fields changed: update _transaction's builders")
-    return tuple(cls.__dict__[name].__set__ for name in names)
-
-
-_VIEW_SET: Final = _setters(
+# The three frozen slotted dataclasses a transaction builds are made from their field values in order
+# (common.fastinit.slot_maker: with the C extension common/_slots.c one C call that stores each slot,
+# else object.__new__ plus the slot descriptors' __set__): calling the class from compiled code runs
+# slot_init's interpreted __init__ (MessageView: ~20k instructions per half), and a descriptor's
+# __set__ is ~460 instructions a field. tests/unit/test_tx_fastbuild.py holds each to the class call
+# with the same arguments, field by field; slot_maker checks at import that the field lists match.
+_MAKE_VIEW: Final = slot_maker(
     MessageView,
     (
         "topic", "body", "message_id", "queue_id", "queue_offset", "commit_log_offset",
@@ -78,25 +72,20 @@ _VIEW_SET: Final = _setters(
         "transaction_id", "born_host", "store_host", "store_size", "raw_properties",
     ),
 )  # fmt: skip
-_REF_SET: Final = _setters(
+_MAKE_REF: Final = slot_maker(
     TransactionRef,
     (
         "topic", "message_id", "transaction_id", "commit_log_offset", "queue_offset", "offset_message_id",
         "broker_name", "broker_addr",
     ),
 )  # fmt: skip
-_MESSAGE_SET: Final = _setters(
+_MAKE_MESSAGE: Final = slot_maker(
     Message,
     (
         "topic", "body", "tags", "keys", "properties", "message_group", "delivery_timestamp_ms",
         "delay_level", "message_id", "transactional", "check_immunity_s",
     ),
 )  # fmt: skip
-
-
-def _fill(obj: object, setters: tuple[Any, ...], values: tuple[Any, ...]) -> None:
-    for i in range(len(setters)):
-        setters[i](obj, values[i])
 
 
 def half_view(message: Message, half: SendResult) -> MessageView:
@@ -112,15 +101,10 @@ def half_view_at(message: Message, half: SendResult, now: int) -> MessageView:
     message_type=MessageType.TRANSACTION, transaction_id=half.transaction_id)``, the other fields at
     their defaults."""
     parsed = msgid.parse_offset_message_id(half.offset_message_id or "")
-    view: MessageView = _new(MessageView)
-    _fill(
-        view,
-        _VIEW_SET,
-        (
-            message.topic, bytes(message.body), half.message_id, half.queue.queue_id, half.queue_offset,
-            parsed[2] if parsed else -1, now, now, message.tags, message.keys, message.properties, None,
-            None, MessageType.TRANSACTION, 0, 1, None, half.transaction_id, "", "", 0, None,
-        ),
+    view: MessageView = _MAKE_VIEW(
+        message.topic, bytes(message.body), half.message_id, half.queue.queue_id, half.queue_offset,
+        parsed[2] if parsed else -1, now, now, message.tags, message.keys, message.properties, None,
+        None, MessageType.TRANSACTION, 0, 1, None, half.transaction_id, "", "", 0, None,
     )  # fmt: skip
     return view
 
@@ -129,16 +113,127 @@ def ref_of(view: MessageView, half: SendResult) -> TransactionRef:
     """``TransactionRef(topic=view.topic, message_id=half.message_id, transaction_id=
     half.transaction_id or "", commit_log_offset=view.commit_log_offset, queue_offset=
     half.queue_offset, offset_message_id=half.offset_message_id, broker_name=half.queue.broker_name)``."""
-    ref: TransactionRef = _new(TransactionRef)
-    _fill(
-        ref,
-        _REF_SET,
-        (
-            view.topic, half.message_id, half.transaction_id or "", view.commit_log_offset,
-            half.queue_offset, half.offset_message_id, half.queue.broker_name, None,
-        ),
+    ref: TransactionRef = _MAKE_REF(
+        view.topic, half.message_id, half.transaction_id or "", view.commit_log_offset,
+        half.queue_offset, half.offset_message_id, half.queue.broker_name, None,
     )  # fmt: skip
     return ref
+
+
+# What a worker thread gets: the loop to answer on, the future it answers, the call. None: stop.
+_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...], "Workers"]
+_live_queues: dict[queue.SimpleQueue[_Job | None], int] = {}  # queue -> its threads, until shutdown
+# threading's hook run at interpreter exit before it joins non-daemon threads (concurrent.futures
+# stops its workers with it); where it is missing, the workers are daemon threads
+_register_atexit: Final[Callable[[Callable[[], None]], None] | None] = getattr(
+    threading, "_register_atexit", None
+)
+_exit_hook_registered = False
+_exiting = False
+
+
+def _stop_at_exit() -> None:
+    """Run by ``threading`` at interpreter exit before it joins the threads (as ``concurrent.futures``
+    does for its pools): every worker of a pool never shut down finishes its queue, then stops."""
+    global _exiting
+    _exiting = True
+    for jobs, threads in list(_live_queues.items()):
+        for _ in range(threads):
+            jobs.put(None)
+    _live_queues.clear()
+
+
+def _work(jobs: queue.SimpleQueue[_Job | None]) -> None:
+    """A worker thread: run each job (``_run_job``) until told to stop."""
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        _run_job(job)
+        job = None  # nothing of a finished job is kept while the next is awaited
+
+
+def _run_job(job: _Job) -> None:
+    """Run a job's call and hand its outcome to the job's loop (one ``call_soon_threadsafe``); a job
+    whose future was cancelled before it started is not run."""
+    loop, future, fn, args, workers = job
+    result: Any = None
+    error: BaseException | None = None
+    if not future.cancelled():  # cancelled while queued: never runs (run_in_executor's promise)
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the awaiting task
+            error = exc
+    try:
+        loop.call_soon_threadsafe(workers.done, future, result, error)
+    except RuntimeError:  # the loop is closed: nobody awaits the outcome any more
+        pass
+
+
+class Workers:
+    """Up to ``max_workers`` threads for blocking listener calls (``ThreadPoolExecutor``'s job
+    without its per-call ``Future``, work item, locks and interpreted submit/run: ~25k instructions
+    a call there). ``submit`` is called on the loop's thread; a thread is started when more calls are
+    unanswered than threads run; the outcome comes back as one ``call_soon_threadsafe``.
+    ``shutdown`` lets the threads finish what is queued, then stop; at interpreter exit they are
+    stopped the same way before ``threading`` joins them (never killed in a call)."""
+
+    def __init__(self, max_workers: int, name: str) -> None:
+        if max_workers <= 0:
+            raise ValueError("max_workers must be greater than 0")
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._max = max_workers
+        self._name = name
+        self._threads: list[threading.Thread] = []
+        self._unanswered = 0  # submitted and not yet answered on the loop (loop thread only)
+        self._shut = False
+
+    def submit(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[Any],
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+    ) -> None:
+        """Run ``fn(*args)`` on a worker and settle ``future`` (on ``loop``) with its outcome."""
+        if self._shut or _exiting:
+            raise RuntimeError("cannot schedule new calls after shutdown")
+        self._unanswered += 1
+        if self._unanswered > len(self._threads) and len(self._threads) < self._max:
+            try:
+                self._start_thread()
+            except BaseException:
+                self._unanswered -= 1
+                raise
+        self._jobs.put((loop, future, fn, args, self))
+
+    def _start_thread(self) -> None:
+        global _exit_hook_registered
+        if not _exit_hook_registered:
+            threading._register_atexit(_stop_at_exit)  # type: ignore[attr-defined]
+            _exit_hook_registered = True
+        thread = threading.Thread(target=_work, args=(self._jobs,), name=f"{self._name}_{len(self._threads)}")
+        thread.start()
+        self._threads.append(thread)
+        _live_queues[self._jobs] = len(self._threads)
+
+    def done(self, future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+        """On the loop: one call answered."""
+        self._unanswered -= 1
+        _settle(future, result, error)
+
+    def shutdown(self) -> None:
+        """No new calls; the threads finish the queued ones, then stop (nothing is waited for)."""
+        if self._shut:
+            return
+        self._shut = True
+        if _live_queues.pop(self._jobs, None) is not None:
+            for _ in self._threads:
+                self._jobs.put(None)
+
+    @property
+    def threads(self) -> int:
+        return len(self._threads)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # compiled, and still a class users may subclass
@@ -187,8 +282,8 @@ class TransactionProducer(Producer):
                 "listener needs execute_local_transaction(msg, arg) and check_local_transaction(msg)"
             )
         self.listener = listener
-        self._execute_pool = concurrent.futures.ThreadPoolExecutor(execute_workers, "txmq-local-tx")
-        self._check_pool = concurrent.futures.ThreadPoolExecutor(check_workers, "txmq-check")
+        self._execute_pool = Workers(execute_workers, "txmq-local-tx")
+        self._check_pool = Workers(check_workers, "txmq-check")
         self._max_pending_checks = max_pending_checks
         self._checks: set[asyncio.Task[None]] = set()
         self._is_async: dict[object, bool] = {}
@@ -205,15 +300,15 @@ class TransactionProducer(Producer):
         if self._checks:
             await asyncio.wait(list(self._checks), timeout=self.send_timeout_s * 2)
         await super().close()
-        self._execute_pool.shutdown(wait=False)
-        self._check_pool.shutdown(wait=False)
+        self._execute_pool.shutdown()
+        self._check_pool.shutdown()
 
     async def __aenter__(self) -> TransactionProducer:
         await self.start()
         return self
 
     # ---- running listener code --------------------------------------------------------------------
-    async def _run(self, pool: concurrent.futures.Executor, fn: Callable[..., Any], *args: Any) -> Any:
+    async def _run(self, pool: Workers, fn: Callable[..., Any], *args: Any) -> Any:
         # whether a bound method is a coroutine function is its function's: asked once, not per call
         key = getattr(fn, "__func__", fn)
         is_async = self._is_async.get(key)
@@ -223,25 +318,13 @@ class TransactionProducer(Producer):
             is_async = self._is_async[key] = inspect.iscoroutinefunction(fn)
         if is_async:
             return await fn(*args)
-        # ``run_in_executor`` without its chained concurrent future: the worker hands the outcome to
-        # the loop itself (one call_soon_threadsafe), which is what a transaction waits on
+        # ``run_in_executor`` without an executor's future and work item: a worker thread hands the
+        # outcome to the loop itself (one call_soon_threadsafe), which is what a transaction waits on;
+        # cancelling the awaiting task cancels ``future``, and a call not started by then never runs
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-
-        def work() -> None:
-            try:
-                result = fn(*args)
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the awaiting task
-                loop.call_soon_threadsafe(_settle, future, None, exc)
-            else:
-                loop.call_soon_threadsafe(_settle, future, result, None)
-
-        submitted = pool.submit(work)
-        try:
-            return await future
-        except asyncio.CancelledError:
-            submitted.cancel()  # not started yet: it never runs (as run_in_executor's cancellation)
-            raise
+        pool.submit(loop, future, fn, args)
+        return await future
 
     async def _execute(self, view: MessageView, arg: Any) -> LocalTransactionState:
         try:
@@ -451,15 +534,10 @@ def _transactional(message: Message) -> Message:
     if message.transactional:
         return message
     # dataclasses.replace(message, transactional=True), without its walk of the fields or the class call
-    copy: Message = _new(Message)
-    _fill(
-        copy,
-        _MESSAGE_SET,
-        (
-            message.topic, message.body, message.tags, message.keys, message.properties,
-            message.message_group, message.delivery_timestamp_ms, message.delay_level, message.message_id,
-            True, message.check_immunity_s,
-        ),
+    copy: Message = _MAKE_MESSAGE(
+        message.topic, message.body, message.tags, message.keys, message.properties,
+        message.message_group, message.delivery_timestamp_ms, message.delay_level, message.message_id,
+        True, message.check_immunity_s,
     )  # fmt: skip
     return copy
 

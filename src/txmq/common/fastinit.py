@@ -11,6 +11,7 @@ pickling) is the dataclass's own.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -52,3 +53,40 @@ def slot_init(cls: type[T], coerce: Mapping[str, tuple[type, Callable[[Any], Any
     init.__doc__ = cls.__init__.__doc__
     cls.__init__ = init  # type: ignore[method-assign]
     return cls
+
+
+def slot_maker_py(cls: type[T], names: tuple[str, ...]) -> Callable[..., T]:
+    """The reference of :func:`slot_maker`: ``maker(*values)`` is ``object.__new__(cls)`` with
+    ``cls.__dict__[names[i]].__set__(obj, values[i])`` for each field, in order (no ``__init__``)."""
+    setters = tuple(cls.__dict__[name].__set__ for name in names)
+    count = len(setters)
+    new = object.__new__
+
+    def make(*values: Any) -> T:
+        if len(values) != count:
+            raise TypeError(f"{cls.__name__} maker takes {count} values, {len(values)} given")
+        obj: T = new(cls)
+        for setter, value in zip(setters, values, strict=True):
+            setter(obj, value)
+        return obj
+
+    return make
+
+
+def slot_maker(cls: type[T], names: tuple[str, ...]) -> Callable[..., T]:
+    """A callable making a ``cls`` (a frozen slotted dataclass) from its field values in order,
+    without running ``__init__``: for code that builds one per message and has every value at hand.
+
+    ``names`` must be the dataclass's fields, in order (a changed class fails here, at import, not
+    with a half-filled object). With the C extension ``common/_slots.c`` built, one C call allocates
+    the instance and stores each value in its slot; without it (``TXMQ_PURE=1``, no compiler) or
+    for a class it does not take, :func:`slot_maker_py`, the reference it is tested against
+    (tests/property/test_slots_native.py)."""
+    fields = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    if fields != names:
+        raise AssertionError(f"{cls.__name__}'s fields changed: {fields} are not {names}")
+    try:
+        maker: Callable[..., T] = importlib.import_module("txmq.common._slots").maker(cls, names)
+    except (ImportError, TypeError):
+        return slot_maker_py(cls, names)
+    return maker
