@@ -280,10 +280,7 @@ class SendService:
         keys_text = properties.get(props.KEYS, "")
         keys = [k for k in keys_text.split(props.KEY_SEPARATOR) if k] if keys_text else []
         # Message.validate (a half has no message group, delay or delivery time), then resolve
-        if topic_name not in self._lane_topics:
-            names.validate_topic(topic_name)
-            if len(self._lane_topics) < _LANE_TOPICS_MAX:
-                self._lane_topics.add(topic_name)
+        self._lane_check_name(topic_name)
         check_content(len(body), tags, keys, None)
         topic = self._lane_resolve(topic_name, MessageType.TRANSACTION)
         queue_id = self._queue_for(None, topic, ctx.queue_id)
@@ -752,21 +749,10 @@ class SendService:
         count = len(bodies)
         if count < 2 or count > limits.batch_count_max or body_total > limits.batch_bytes_max:
             return None
-        try:
-            if topic_name not in self._lane_topics:
-                names.validate_topic(topic_name)
-                if len(self._lane_topics) < _LANE_TOPICS_MAX:
-                    self._lane_topics.add(topic_name)
-            topic = self._lane_resolve(topic_name, MessageType.NORMAL)
-        except errors.TxmqError:
+        placed = self._lane_place(topic_name, ctx)
+        if placed is None:
             return None
-        explicit = ctx.queue_id
-        if explicit is not None and explicit >= 0:
-            if explicit >= topic.queues:
-                return None
-            queue_id = explicit
-        else:  # one queue for the request's messages, as _lane_batch picks it
-            queue_id = self._queue_for(None, topic, None)
+        topic, queue_id = placed
         now = self._clock.now_ms()
         zeros = (0,) * count
         columns = (
@@ -789,21 +775,10 @@ class SendService:
         bodies, encoded, tags_codes, index_keys, message_ids, _ = scan
         if len(bodies) != 1:
             return None
-        try:
-            if topic_name not in self._lane_topics:
-                names.validate_topic(topic_name)
-                if len(self._lane_topics) < _LANE_TOPICS_MAX:
-                    self._lane_topics.add(topic_name)
-            topic = self._lane_resolve(topic_name, MessageType.NORMAL)
-        except errors.TxmqError:
+        placed = self._lane_place(topic_name, ctx)
+        if placed is None:
             return None
-        explicit = ctx.queue_id
-        if explicit is not None and explicit >= 0:
-            if explicit >= topic.queues:
-                return None
-            queue_id = explicit
-        else:
-            queue_id = self._queue_for(None, topic, None)
+        topic, queue_id = placed
         now = self._clock.now_ms()
         record: RecordFields = _new_tuple(
             RecordFields,
@@ -852,6 +827,30 @@ class SendService:
             if len(self._lane_topics) < _LANE_TOPICS_MAX:
                 self._lane_topics.add(topic)
         check_content(len(message.body), message.tags, message.keys, message.message_group)
+
+    def _lane_check_name(self, topic_name: str) -> None:
+        """``names.validate_topic``, remembered for up to ``_LANE_TOPICS_MAX`` names that passed."""
+        if topic_name not in self._lane_topics:
+            names.validate_topic(topic_name)
+            if len(self._lane_topics) < _LANE_TOPICS_MAX:
+                self._lane_topics.add(topic_name)
+
+    def _lane_place(self, topic_name: str, ctx: SendContext) -> tuple[TopicConfig, int] | None:
+        """A scanned NORMAL request's topic and queue (the explicit one, else the next in round robin:
+        one queue for all its messages, as ``_lane_batch`` picks it); None, having changed nothing,
+        when the topic is refused or the explicit queue does not exist (the general path then gives
+        the error)."""
+        try:
+            self._lane_check_name(topic_name)
+            topic = self._lane_resolve(topic_name, MessageType.NORMAL)
+        except errors.TxmqError:
+            return None
+        explicit = ctx.queue_id
+        if explicit is not None and explicit >= 0:
+            if explicit >= topic.queues:
+                return None
+            return topic, explicit
+        return topic, self._queue_for(None, topic, None)
 
     def _lane_resolve(self, name: str, message_type: MessageType) -> TopicConfig:
         """``TopicRegistry.resolve(name, for_write=True, message_type=...)``, remembered: a config
