@@ -20,8 +20,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from txmq.common.ports import free_port as free_port  # re-exported: tests and benchmarks import it from here
+
+# Property tests judge answers, never time: Hypothesis's per-example deadline (200 ms) and its "generation
+# too slow" check failed correct code on a loaded 2-core host (load average 13-15, session 28). A test's own
+# @settings still sets what it names; these defaults fill in the rest.
+settings.register_profile("txmq", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("txmq")
 
 REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "src"
