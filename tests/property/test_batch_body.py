@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from txmq.client._remoting_convert import (
     _plain_batch_body,
-    _plain_id_tail,
     batch_body,
     batch_body_general,
     message_properties,
+    plain_id_tail,
 )
 from txmq.common import errors
 from txmq.common.message import Message
@@ -122,7 +122,7 @@ def test_the_plain_batch_pass_is_the_general_one(
     ids = [m.message_id if m.message_id is not None else f"{i:0{id_length}X}" for i, m in enumerate(batch)]
     fast = _outcome(lambda: batch_body(batch, ids, producer_group))
     assert fast == _outcome(lambda: batch_body_general(batch, ids, producer_group))
-    tail = _plain_id_tail(producer_group)
+    tail = plain_id_tail(producer_group)
     taken = tail is not None and _plain_batch_body(batch, ids, tail) is not None
     event("one pass" if taken else "declined")
     if taken:

@@ -3,6 +3,7 @@
  *   setup(result_cls, result_fields, message_cls, message_fields) -> None
  *   results(ids, queue, base, transaction_id, msg_id, recall_handle) -> list[SendResult] | None
  *   plain_total(messages, topic, body_max) -> int
+ *   plain_batch(messages, prefix, sequence, id_tail, properties_max, empty) -> (body, ids) | None
  *
  * results() gives what _single.results_py gives for the same arguments (the reference: the batch
  * half of _single.send_results): for i in range(len(ids)), SendResult(ids[i], queue, base + i,
@@ -17,6 +18,19 @@
  * loop (Message.validate, Producer._validate, the batch's own) once the batch's first message did,
  * so the loop is skipped for a batch of them; -1 sends the batch through that loop, which gives its
  * errors in its order.
+ *
+ * plain_batch() gives a batch's fresh message ids and its SEND_BATCH_MESSAGE body in one pass, what
+ * the reference gives (RemotingTransport._send_request's ids from msgid.new_message_ids, then
+ * _remoting_convert.batch_body): for every message, prefix + "%08X" % (next(sequence) & 0xFFFFFFFF)
+ * as its id, and the entry (int32 total, magic 0, crc 0, flag 0, body length; body; int16 properties
+ * length; "UNIQ_KEY\x01", id, id_tail) as _remoting_convert._plain_batch_body lays it out. It
+ * answers None, having taken nothing from sequence, unless every message is exactly a Message with
+ * no id, empty properties (``empty``, Message's default mapping, or an exact empty dict), no tags, keys
+ * (the empty tuple), group, delivery time, delay level or check immunity, transactional False and a
+ * bytes body, prefix is an ASCII str of 26 characters, sequence an itertools.count, id_tail bytes,
+ * and every entry fits
+ * (properties length <= properties_max, total <= INT32_MAX): then the reference runs. The sequence's
+ * numbers are taken in one run (the GIL held throughout), as new_message_ids takes them under its lock.
  *
  * setup() is called once, at the import of _single, with SendResult, Message and the names of their
  * dataclass fields (checked against the orders below). A result is allocated by the class's tp_alloc
@@ -97,6 +111,163 @@ static PyObject *py_plain_total(PyObject *self, PyObject *const *args, Py_ssize_
         total += size;
     }
     return PyLong_FromSsize_t(total);
+}
+
+#define ID_PREFIX_CHARS 26
+#define ID_CHARS (ID_PREFIX_CHARS + 8)
+static const char UNIQ_PAIR[] = "UNIQ_KEY\x01"; /* properties.UNIQ_KEY and NAME_VALUE_SEPARATOR */
+#define UNIQ_PAIR_LEN ((Py_ssize_t)(sizeof(UNIQ_PAIR) - 1))
+
+/* the properties mapping is empty: an exact dict of length 0 or ``empty`` itself (Message's default, a
+ * mappingproxy of an empty dict); anything else is not plain (no Python code runs to find out) */
+static inline int empty_properties(PyObject *props, PyObject *empty)
+{
+    return props == empty || (PyDict_CheckExact(props) && PyDict_GET_SIZE(props) == 0);
+}
+
+static PyTypeObject *count_type; /* itertools.count, looked up at the first plain_batch() */
+
+static inline void put_be32(char *at, uint32_t value)
+{
+    at[0] = (char)(value >> 24);
+    at[1] = (char)(value >> 16);
+    at[2] = (char)(value >> 8);
+    at[3] = (char)value;
+}
+
+static PyObject *py_plain_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "plain_batch(messages, prefix, sequence, id_tail, properties_max, empty)");
+        return NULL;
+    }
+    PyObject *messages = args[0], *prefix = args[1], *sequence = args[2], *id_tail = args[3], *empty = args[5];
+    Py_ssize_t properties_max = PyLong_AsSsize_t(args[4]);
+    if (properties_max == -1 && PyErr_Occurred())
+        return NULL;
+    if (count_type == NULL) {
+        PyObject *itertools = PyImport_ImportModule("itertools");
+        if (itertools == NULL)
+            return NULL;
+        PyObject *found = PyObject_GetAttrString(itertools, "count");
+        Py_DECREF(itertools);
+        if (found == NULL)
+            return NULL;
+        if (!PyType_Check(found)) {
+            Py_DECREF(found);
+            Py_RETURN_NONE;
+        }
+        count_type = (PyTypeObject *)found; /* kept for the module's life */
+    }
+    if (message_type == NULL || (!PyList_CheckExact(messages) && !PyTuple_CheckExact(messages)) ||
+        !PyUnicode_CheckExact(prefix) || !PyUnicode_IS_COMPACT_ASCII(prefix) ||
+        PyUnicode_GET_LENGTH(prefix) != ID_PREFIX_CHARS || !PyBytes_CheckExact(id_tail) ||
+        Py_TYPE(sequence) != count_type)
+        Py_RETURN_NONE; /* the sequence an exact itertools.count: taking a number runs no Python code */
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(messages);
+    PyObject **items = PySequence_Fast_ITEMS(messages);
+    Py_ssize_t tail_len = PyBytes_GET_SIZE(id_tail);
+    Py_ssize_t properties_len = UNIQ_PAIR_LEN + ID_CHARS + tail_len;
+    if (count == 0 || properties_len > properties_max || properties_len > 0x7FFF)
+        Py_RETURN_NONE;
+    /* the check pass: nothing is taken from the sequence unless every message is plain */
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *m = items[i];
+        if (Py_TYPE(m) != message_type)
+            Py_RETURN_NONE;
+        PyObject *body = slot(m, message_offsets[M_BODY]), *keys = slot(m, message_offsets[M_KEYS]);
+        PyObject *props = slot(m, message_offsets[M_PROPS]);
+        if (body == NULL || keys == NULL || props == NULL || !PyBytes_CheckExact(body) ||
+            slot(m, message_offsets[M_ID]) != Py_None || slot(m, message_offsets[M_TAGS]) != Py_None ||
+            !PyTuple_CheckExact(keys) || PyTuple_GET_SIZE(keys) || slot(m, message_offsets[M_GROUP]) != Py_None ||
+            slot(m, message_offsets[M_DELIVER]) != Py_None || slot(m, message_offsets[M_DELAY]) != Py_None ||
+            slot(m, message_offsets[M_TRANSACTIONAL]) != Py_False || slot(m, message_offsets[M_IMMUNITY]) != Py_None ||
+            !empty_properties(props, empty))
+            Py_RETURN_NONE;
+        Py_ssize_t entry = 20 + PyBytes_GET_SIZE(body) + 2 + properties_len;
+        if (entry > INT32_MAX || size > PY_SSIZE_T_MAX - entry)
+            Py_RETURN_NONE;
+        size += entry;
+    }
+    PyObject *ids = PyList_New(count);
+    if (ids == NULL)
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+    if (out == NULL) {
+        Py_DECREF(ids);
+        return NULL;
+    }
+    static const char HEX[] = "0123456789ABCDEF";
+    const char *head = (const char *)PyUnicode_DATA(prefix);
+    const char *tail = PyBytes_AS_STRING(id_tail);
+    char *at = PyBytes_AS_STRING(out), *end = at + size;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        /* the allocations above may have run a collection (finalizers: Python code): the batch is read
+         * again and every entry checked to fit, so a batch changed meanwhile is an error, never a
+         * write past the buffer */
+        PyObject *m = PySequence_Fast_GET_SIZE(messages) == count ? PySequence_Fast_ITEMS(messages)[i] : NULL;
+        PyObject *body = m != NULL && Py_TYPE(m) == message_type ? slot(m, message_offsets[M_BODY]) : NULL;
+        if (body == NULL || !PyBytes_CheckExact(body) ||
+            end - at < 20 + PyBytes_GET_SIZE(body) + 2 + properties_len) {
+            PyErr_SetString(PyExc_RuntimeError, "plain_batch: the batch changed while it was encoded");
+            goto fail;
+        }
+        PyObject *next = PyIter_Next(sequence);
+        if (next == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "plain_batch: the id sequence ended");
+            goto fail;
+        }
+        unsigned long long number = PyLong_Check(next) ? PyLong_AsUnsignedLongLongMask(next) : (unsigned long long)-1;
+        int bad = !PyLong_Check(next) || (number == (unsigned long long)-1 && PyErr_Occurred());
+        Py_DECREF(next);
+        if (bad) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "plain_batch: the id sequence gave a non-int");
+            goto fail;
+        }
+        uint32_t seq = (uint32_t)(number & 0xFFFFFFFFu);
+        PyObject *id = PyUnicode_New(ID_CHARS, 127);
+        if (id == NULL)
+            goto fail;
+        char *text = (char *)PyUnicode_DATA(id);
+        memcpy(text, head, ID_PREFIX_CHARS);
+        for (int d = 0; d < 8; d++)
+            text[ID_PREFIX_CHARS + d] = HEX[(seq >> (28 - 4 * d)) & 0xF];
+        PyList_SET_ITEM(ids, i, id);
+        Py_ssize_t body_len = PyBytes_GET_SIZE(body);
+        put_be32(at, (uint32_t)(20 + body_len + 2 + properties_len));
+        memset(at + 4, 0, 12); /* magic, crc, flag */
+        put_be32(at + 16, (uint32_t)body_len);
+        at += 20;
+        memcpy(at, PyBytes_AS_STRING(body), (size_t)body_len);
+        at += body_len;
+        at[0] = (char)(properties_len >> 8);
+        at[1] = (char)properties_len;
+        at += 2;
+        memcpy(at, UNIQ_PAIR, UNIQ_PAIR_LEN);
+        at += UNIQ_PAIR_LEN;
+        memcpy(at, text, ID_CHARS);
+        at += ID_CHARS;
+        memcpy(at, tail, (size_t)tail_len);
+        at += tail_len;
+    }
+    if (at != end) {
+        PyErr_SetString(PyExc_RuntimeError, "plain_batch: the batch changed while it was encoded");
+        goto fail;
+    }
+    PyObject *pair = PyTuple_New(2);
+    if (pair == NULL)
+        goto fail;
+    PyTuple_SET_ITEM(pair, 0, out);
+    PyTuple_SET_ITEM(pair, 1, ids);
+    return pair;
+fail:
+    Py_DECREF(out);
+    Py_DECREF(ids); /* its unset items are NULL, which list_dealloc skips */
+    return NULL;
 }
 
 static PyObject *py_results(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -227,6 +398,8 @@ static PyMethodDef methods[] = {
      "A batch's SendResults, or None when the reference must build them."},
     {"plain_total", (PyCFunction)(void (*)(void))py_plain_total, METH_FASTCALL,
      "The body bytes of a batch of plain messages of one topic, or -1."},
+    {"plain_batch", (PyCFunction)(void (*)(void))py_plain_batch, METH_FASTCALL,
+     "A plain batch's fresh ids and SEND_BATCH_MESSAGE body in one pass, or None."},
     {NULL, NULL, 0, NULL},
 };
 

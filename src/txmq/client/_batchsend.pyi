@@ -1,7 +1,8 @@
 # The C extension's interface (src/txmq/client/_batchsend.c); _single.py loads it at run time (None
 # when it is not built), and its Python code (results_py, plain_total_py, send_batch's loop) is the
 # reference.
-from collections.abc import Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 
 from txmq.common.message import Message, MessageQueue, SendResult
 
@@ -20,3 +21,11 @@ def results(
     recall_handle: str | None,
 ) -> list[SendResult] | None: ...
 def plain_total(messages: Sequence[Message], topic: str, body_max: int) -> int: ...
+def plain_batch(
+    messages: Sequence[Message],
+    prefix: str,
+    sequence: itertools.count[int],
+    id_tail: bytes,
+    properties_max: int,
+    empty: Mapping[str, str],
+) -> tuple[bytes, list[str]] | None: ...

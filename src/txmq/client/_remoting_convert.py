@@ -117,7 +117,7 @@ if (props.TAGS, props.KEYS, props.KEY_SEPARATOR, props.UNIQ_KEY, props.SHARDING_
     raise AssertionError("property names changed: update properties_text")
 
 
-_PLAIN_PROPERTIES_MAX = min(limits.properties_bytes_max, 0x7FFF)  # props.encode's and a batch entry's
+PLAIN_PROPERTIES_MAX: Final = min(limits.properties_bytes_max, 0x7FFF)  # props.encode's and a batch entry's
 _UNIQ_KEY_PAIR: Final = f"{props.UNIQ_KEY}{props.NAME_VALUE_SEPARATOR}".encode()
 
 
@@ -137,7 +137,7 @@ def batch_body(messages: Sequence[Message], ids: Sequence[str], producer_group: 
     is laid out entry by entry in one pass (``_plain_batch_body``); any other batch, or one that pass
     declines, takes :func:`batch_body_general`, the reference, which gives the same bytes or errors."""
     if len(messages) == len(ids):
-        id_tail = _plain_id_tail(producer_group)
+        id_tail = plain_id_tail(producer_group)
         if id_tail is not None:
             body = _plain_batch_body(messages, ids, id_tail)
             if body is not None:
@@ -145,7 +145,7 @@ def batch_body(messages: Sequence[Message], ids: Sequence[str], producer_group: 
     return batch_body_general(messages, ids, producer_group)
 
 
-def _plain_id_tail(producer_group: str) -> bytes | None:
+def plain_id_tail(producer_group: str) -> bytes | None:
     """What follows a plain message's id in its properties: the pair's end and the producer group's
     pair; None when the group holds a separator or is not UTF-8 (the general way judges it)."""
     if not producer_group:
@@ -193,7 +193,7 @@ def _plain_batch_body(messages: Sequence[Message], ids: Sequence[str], id_tail: 
             # a batch's entries are mostly alike (one body size, ids of one length): head and
             # prefix made again only when a length changes, not packed per message
             total = _ENTRY_HEAD.size + body_len + 2 + properties_len
-            if properties_len > _PLAIN_PROPERTIES_MAX or total > _INT32_MAX:
+            if properties_len > PLAIN_PROPERTIES_MAX or total > _INT32_MAX:
                 return None
             head = pack(total, 0, 0, 0, body_len)
             known = prefixes.get(properties_len)
@@ -258,7 +258,7 @@ def batch_body_general(messages: Sequence[Message], ids: Sequence[str], producer
             and props.PROPERTY_SEPARATOR not in message_id
         ):
             encoded = _UNIQ_KEY_PAIR + message_id.encode("ascii") + id_tail
-            if len(encoded) <= _PLAIN_PROPERTIES_MAX:
+            if len(encoded) <= PLAIN_PROPERTIES_MAX:
                 entries.append((body, encoded))
                 continue
         pairs = 1 + group_pairs
@@ -279,7 +279,7 @@ def batch_body_general(messages: Sequence[Message], ids: Sequence[str], producer
                 encoded = text.encode("utf-8")
             except UnicodeEncodeError:
                 encoded = b""
-        if not encoded or len(encoded) > _PLAIN_PROPERTIES_MAX:
+        if not encoded or len(encoded) > PLAIN_PROPERTIES_MAX:
             encoded = props.encode(message_properties(message, message_id, producer_group))
         entries.append((body, encoded))
     return encode_batch_encoded(entries)

@@ -20,7 +20,7 @@ from txmq.client import _remoting_convert as conv
 from txmq.common import limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.fastinit import slot_maker
-from txmq.common.message import Message, MessageQueue, SendResult
+from txmq.common.message import EMPTY_PROPERTIES, Message, MessageQueue, SendResult
 from txmq.protocol.remoting import headers
 from txmq.protocol.remoting.codes import ResponseCode
 from txmq.protocol.remoting.command import RemotingCommand
@@ -397,3 +397,28 @@ _BATCHSEND: Final[Any] = _load_batchsend()
 _RESULTS: Final[Any] = None if _BATCHSEND is None else _BATCHSEND.results
 # plain_total(messages, topic, body_max) -> int (-1: not a plain batch), or None without the extension
 PLAIN_TOTAL: Final[Any] = None if _BATCHSEND is None else _BATCHSEND.plain_total
+_PLAIN_BATCH: Final[Any] = None if _BATCHSEND is None else _BATCHSEND.plain_batch
+
+
+def plain_batch(
+    messages: Sequence[Message], producer_group: str, now_ms: int
+) -> tuple[bytes, list[str]] | None:
+    """A batch of plain messages without ids (``_batchsend.plain_batch``: no user properties, tags,
+    keys, group, delay, delivery time, check immunity or transaction; bytes bodies): its fresh message
+    ids and its SEND_BATCH_MESSAGE body, made in one C pass; None (no id taken) for any other batch,
+    or without the extension, and the caller makes them as before (``msgid.new_message_ids``, then
+    ``_remoting_convert.batch_body``: the reference, tests/property/test_batchsend_native.py)."""
+    if _PLAIN_BATCH is None:
+        return None
+    id_tail = conv.plain_id_tail(producer_group)
+    if id_tail is None:
+        return None
+    made: tuple[bytes, list[str]] | None = _PLAIN_BATCH(
+        messages,
+        msgid.id_prefix(now_ms),
+        msgid.SEQUENCE,
+        id_tail,
+        conv.PLAIN_PROPERTIES_MAX,
+        EMPTY_PROPERTIES,
+    )
+    return made

@@ -17,6 +17,7 @@ from txmq.common import errors, limits, names
 from txmq.common.fastinit import slot_init
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
+EMPTY_PROPERTIES: Mapping[str, str] = _EMPTY  # a Message's default properties (client/_batchsend.c knows it)
 _BODY_TYPES = (bytes, bytearray, memoryview)
 _body_of = operator.attrgetter("body")  # the field as it is: compiled, ``self.body`` checks for bytes first
 _TOPICS_OK: set[str] = set()  # topics names.validate_topic passed (a user's: allow_system=False)
