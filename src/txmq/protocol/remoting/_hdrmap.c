@@ -417,10 +417,43 @@ static PyObject *py_send_fields(PyObject *self, PyObject *const *args, Py_ssize_
     if (force_batch < 0)
         return NULL;
     PyObject *got[14];
-    for (int i = 0; i < 14; i++) {
-        got[i] = PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(names, i)); /* borrowed */
-        if (got[i] == NULL && PyErr_Occurred())
-            return NULL;
+    /* names of one ASCII character each (SEND_MESSAGE_V2's): the map read in one pass, each key of one
+     * ASCII character placed by a table (a key equals a name exactly when it is that character);
+     * other names (SEND_MESSAGE's) or any key that is not an exact str: looked up one by one */
+    signed char slot[128];
+    memset(slot, -1, sizeof slot);
+    int one_pass = 1;
+    for (int i = 0; i < 14 && one_pass; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        if (!PyUnicode_CheckExact(name) || !PyUnicode_IS_ASCII(name) || PyUnicode_GET_LENGTH(name) != 1 ||
+            slot[PyUnicode_1BYTE_DATA(name)[0]] >= 0)
+            one_pass = 0;
+        else
+            slot[PyUnicode_1BYTE_DATA(name)[0]] = (signed char)i;
+    }
+    if (one_pass) {
+        for (int i = 0; i < 14; i++)
+            got[i] = NULL;
+        Py_ssize_t at = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(ext, &at, &key, &value)) { /* borrowed */
+            if (!PyUnicode_CheckExact(key)) {
+                one_pass = 0;
+                break;
+            }
+            if (PyUnicode_IS_ASCII(key) && PyUnicode_GET_LENGTH(key) == 1) {
+                int i = slot[PyUnicode_1BYTE_DATA(key)[0]];
+                if (i >= 0)
+                    got[i] = value;
+            }
+        }
+    }
+    if (!one_pass) {
+        for (int i = 0; i < 14; i++) {
+            got[i] = PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(names, i)); /* borrowed */
+            if (got[i] == NULL && PyErr_Occurred())
+                return NULL;
+        }
     }
     PyObject *group = got[0], *topic = got[1], *properties = got[8];
     if (group == NULL || topic == NULL || got[2] == NULL || !PyUnicode_CheckExact(group) ||
