@@ -6,7 +6,8 @@ generated maps (common field names, ASCII, non-ASCII, empty strings, a key named
 equals the reference's, in the same order, of exact ``str``; on truncated, mutated and arbitrary
 bytes (lengths out of bounds, invalid UTF-8) the C module answers None exactly when the reference
 raises, and ``_binary_map`` raises the same error with the same message. The C command maker
-(``command.new_command``) builds what ``command.new_command_py`` builds.
+(``command.new_command``) builds what ``command.new_command_py`` builds. The C send answer
+(``frame.encode_offset_answer``) renders the bytes ``frame.encode_send_response`` renders.
 """
 
 from __future__ import annotations
@@ -169,3 +170,72 @@ def test_bind_command_refuses_what_is_not_a_slot_class() -> None:
     module.bind_command(command.RemotingCommand, descriptors)  # as command.py bound it
     values = (1, 2, 3, None, {}, b"", LanguageCode.JAVA, 0, SerializeType.JSON)
     assert command.new_command(*values) == command.new_command_py(*values)
+
+
+SEND_ANSWER = frame._SEND_ANSWER
+_ANSWER_NUMBERS = st.integers(-(2**63), 2**63 - 1) | st.sampled_from([-(2**63) - 1, 2**63, 2**64 - 1, 2**70])
+
+
+@needs_c
+@settings(max_examples=500)
+@given(
+    version=st.integers(-(2**15), 2**15 - 1) | st.sampled_from([-(2**15) - 1, 2**15, 2**40]),
+    opaque=st.integers(-(2**31), 2**31 - 1) | st.sampled_from([-(2**31) - 1, 2**31, 2**64]),
+    prefix=st.sampled_from(["", "AC11000200002A9F", "x" * 111, "x" * 112, "é", "\x00\x7f"])
+    | st.text(max_size=20),
+    physical_offset=st.integers(0, 2**64 - 1) | st.sampled_from([0, 2**63 - 1, 2**63, 2**64 - 1]),
+    queue_id=_ANSWER_NUMBERS,
+    queue_offset=_ANSWER_NUMBERS,
+    serialize=st.sampled_from(list(SerializeType)),
+)
+@example(
+    version=317, opaque=7, prefix="AC11000200002A9F", physical_offset=1 << 40, queue_id=3, queue_offset=99,
+    serialize=SerializeType.ROCKETMQ,
+)  # fmt: skip
+def test_c_send_answer_is_the_reference_answer(
+    version: int,
+    opaque: int,
+    prefix: str,
+    physical_offset: int,
+    queue_id: int,
+    queue_offset: int,
+    serialize: SerializeType,
+) -> None:
+    """``frame.encode_offset_answer`` (``_hdrmap.send_answer``) renders the bytes of
+    ``encode_send_response`` with the offset message id (``send.hex16``), or declines: exactly for a
+    JSON request, a version beyond int16, an opaque beyond int32, a prefix not ASCII or of 112
+    characters or more, a physical offset of 2**63 or more, a queue number beyond 64 bits."""
+    from txmq.broker.send import hex16
+
+    request = command.RemotingCommand(code=310, opaque=opaque, version=version, serialize_type=serialize)
+    got = frame.encode_offset_answer(request, prefix, physical_offset, queue_id, queue_offset)
+    declines = (
+        serialize is SerializeType.JSON
+        or not -(2**15) <= version < 2**15
+        or not -(2**31) <= opaque < 2**31
+        or not (prefix.isascii() and len(prefix) < 112)
+        or physical_offset >= 2**63
+        or not -(2**63) <= queue_id < 2**63
+        or not -(2**63) <= queue_offset < 2**63
+    )
+    if declines:
+        assert got is None
+        return
+    assert got == frame.encode_send_response(request, prefix + hex16(physical_offset), queue_id, queue_offset)
+    assert type(got) is bytes
+
+
+@needs_c
+def test_c_send_answer_leaves_odd_types_to_the_reference() -> None:
+    assert SEND_ANSWER(0, 1, "P", 5, 0, 0) is not None
+    assert SEND_ANSWER(0, 1, "P", 5, True, 0) is None  # not an exact int
+    assert SEND_ANSWER(0, 1, b"P", 5, 0, 0) is None
+    assert SEND_ANSWER(0.0, 1, "P", 5, 0, 0) is None
+    assert SEND_ANSWER(0, 1, "P", -1, 0, 0) is None
+
+
+def test_pure_python_renders_every_answer() -> None:
+    env = dict(os.environ, TXMQ_PURE="1")
+    code = "from txmq.protocol.remoting import frame; print(frame._SEND_ANSWER is None)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True"]

@@ -30,6 +30,7 @@ from txmq.common.clock import FakeClock
 from txmq.common.message import Message, MessageQueue
 from txmq.protocol.remoting import headers
 from txmq.protocol.remoting.codes import RequestCode, SerializeType
+from txmq.protocol.remoting.command import RemotingCommand
 from txmq.protocol.remoting.connection import RemotingConnection
 from txmq.server.remoting import producer
 from txmq.server.remoting.context import RemotingContext
@@ -317,3 +318,106 @@ def test_the_scan_knows_the_system_properties() -> None:
     }  # fmt: skip
     assert set(taken) | set(declined) | set(dropped) == props.SYSTEM_KEYS | {"__SHARDING_KEY"}
     assert len(taken) + len(declined) + len(dropped) == len(props.SYSTEM_KEYS) + 1
+
+
+def _single_frame(body: bytes, properties: str, producer_group: str, queue_id: int, sys_flag: int) -> bytes:
+    """A SEND_MESSAGE_V2 as the SDK frames a single message (ROCKETMQ header)."""
+    conn = RemotingConnection(serialize_type=SerializeType.ROCKETMQ)
+    ext = headers.send_v2_fields(
+        producer_group, "ScanA", "TBW102", 4, queue_id, sys_flag, 1, properties, False, "b"
+    )
+    return conn.send(conn.new_request(RequestCode.SEND_MESSAGE_V2, ext, body))
+
+
+@needs_scan
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    body=_BODIES,
+    properties=st.one_of(plain_properties(), entry_properties()).map(
+        lambda data: data.decode("utf-8", "replace")
+    ),
+    producer_group=st.sampled_from(["PG", "PG", "", "pg\x01x", "é"]),
+    queue_id=st.sampled_from([0, 0, 2, -1, 9]),
+    sys_flag=st.sampled_from([0, 0, 0, 4, 1]),
+)
+@example(
+    body=b"x",
+    properties="a\x011\x02TAGS\x01t\x02KEYS\x01 k1  k2 \x02UNIQ_KEY\x01A\x02b\x01\x02PGROUP\x01z\x02",
+    producer_group="PG", queue_id=-1, sys_flag=0,
+)  # fmt: skip
+@example(body=b"x", properties="UNIQ_KEY\x01A\x02", producer_group="PG", queue_id=9, sys_flag=0)
+def test_the_single_scan_stores_and_answers_what_the_python_path_does(
+    brokers: tuple[Broker, Broker, Path],
+    loop: asyncio.AbstractEventLoop,
+    body: bytes,
+    properties: str,
+    producer_group: str,
+    queue_id: int,
+    sys_flag: int,
+) -> None:
+    """A single SEND_MESSAGE_V2 through ``_lanescan.one_scan`` and ``SendService.lane_one``: the same
+    answer bytes and store files as through ``_messages`` and ``lane_append`` (the reference)."""
+    python, scanned, root = brokers
+    frame = _single_frame(body, properties, producer_group, queue_id, sys_flag)
+    tail = scanned.sender.lane_tail(producer_group or None)
+    took_scan = (
+        sys_flag == 0 and tail is not None and SCAN.one_scan(body, properties, tail, *_LIMITS) is not None
+    )
+    event("scanned" if took_scan else "declined")
+    expected = _answer(python, frame, None, loop)
+    got = _answer(scanned, frame, SCAN, loop)
+    assert got == expected
+    assert python.store.max_offset("ScanA", max(queue_id, 0)) == scanned.store.max_offset(
+        "ScanA", max(queue_id, 0)
+    )
+    assert _files(root / "scan") == _files(root / "python")
+
+
+@needs_scan
+@settings(max_examples=600, deadline=None)
+@given(
+    body=_BODIES,
+    properties=st.one_of(plain_properties(), entry_properties()).map(
+        lambda data: data.decode("utf-8", "replace")
+    ),
+    tail=st.sampled_from([b"", b"PGROUP\x01PG\x02__TXMQ_TYPE\x01NORMAL\x02"]),
+)
+def test_a_scanned_single_is_what_a_one_entry_batch_scan_reads(
+    body: bytes, properties: str, tail: bytes
+) -> None:
+    """``one_scan`` of a body and its properties gives what ``lane_scan`` gives for a batch of that
+    one entry (the body kept, not copied), or None where it declines, and None for a body that is not
+    bytes or properties that are not ASCII."""
+    one = SCAN.one_scan(body, properties, tail, *_LIMITS)
+    data = properties.encode()
+    batch = SCAN.lane_scan(_entry(body, data), tail, *_LIMITS) if len(data) < 1 << 16 else None
+    if not properties.isascii():
+        assert one is None
+        return
+    assert one == batch
+    if one is not None:
+        assert one[0][0] is body
+    assert SCAN.one_scan(bytearray(body), properties, tail, *_LIMITS) is None
+
+
+@needs_scan
+def test_what_the_sdk_sends_singly_is_scanned() -> None:
+    """The SDK's single sends (plain, tagged, keyed, with user properties), as the broker decodes
+    their frames, take the C scan."""
+    from txmq.client._single import BinarySendHeaders
+
+    mq = MessageQueue("ScanA", 0, "broker-a")
+    sdk = RemotingConnection(serialize_type=SerializeType.ROCKETMQ)
+    broker_side = RemotingConnection()
+    headers_ = BinarySendHeaders()
+    for message in (
+        Message("ScanA", b"x" * 1024),
+        Message("ScanA", b"y", tags="t", keys=("k1", "k2"), properties={"a": "1"}),
+    ):
+        ext, body, message_id = headers_.request(mq, message, "PG", 0)
+        broker_side.receive_data(sdk.send_binary_request(RequestCode.SEND_MESSAGE_V2, ext, body)[1])
+        request = broker_side.next_event()
+        assert isinstance(request, RemotingCommand)
+        scan = SCAN.one_scan(request.body, request.ext_fields["i"], b"PGROUP\x01PG\x02", *_LIMITS)
+        assert scan is not None
+        assert scan[4] == [message_id]

@@ -1,13 +1,16 @@
 """The hand-written parsers of the two hot request headers (SEND_MESSAGE_V2, PULL_MESSAGE) agree with the
 generic ``Header.from_ext_fields``: the same header for every input the generic one accepts, the same
 error type for every input it rejects. Field values are drawn from numbers in odd spellings (signs,
-padding, non-ASCII digits, 19+ digits), booleans in any case, and absent fields."""
+padding, non-ASCII digits, 19+ digits), booleans in any case, and absent fields. The C reader of the
+send header's six fields (``_hdrmap.send_fields``) gives what ``send_header._fast`` gives."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from txmq.protocol.remoting import send_header
 from txmq.protocol.remoting.codes import RequestCode
 from txmq.protocol.remoting.command import RemotingCommand
 from txmq.protocol.remoting.errors import InvalidHeader
@@ -169,3 +172,50 @@ def test_compiled_send_fields_match_the_generic_parser_field_by_field() -> None:
             code,
             ext,
         )
+
+
+_C_FIELDS = send_header._C_FIELDS
+_PLAIN_V2 = st.fixed_dictionaries(
+    {
+        "a": TEXT, "b": TEXT, "c": TEXT, "d": st.integers(-1, 64).map(str), "e": st.integers(-1, 9).map(str),
+        "f": st.integers(0, 2**20).map(str), "g": st.integers(0, 2**45).map(str), "h": st.just("0"),
+        "j": st.integers(0, 16).map(str), "k": BOOLS, "m": BOOLS, "n": TEXT,
+    },
+    optional={"i": TEXT, "l": NUMBERS},
+)  # fmt: skip
+
+
+@pytest.mark.skipif(_C_FIELDS is None, reason="the C module is not built (pure Python)")
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.tuples(st.just(send_header._V2_NAMES), SEND_V2 | _PLAIN_V2),
+        st.tuples(st.just(send_header._V1_NAMES), SEND_V1),
+    ),
+    st.booleans(),
+)
+def test_c_send_fields_are_what_fast_reads(case: tuple[tuple[str, ...], dict[str, str]], force: bool) -> None:
+    """``_hdrmap.send_fields`` gives ``_fast``'s six fields, and declines (None) exactly where ``_fast``
+    gives None, but for a non-ASCII batch field (declined, ``_fast`` then reads it)."""
+    names, ext = case
+    got = _C_FIELDS(ext, names, force)
+    expected = send_header._fast(ext, names, force)
+    batch_raw = ext.get(names[11])
+    if got is None:
+        assert expected is None or (not force and batch_raw is not None and not batch_raw.isascii())
+        return
+    assert expected is not None
+    assert got == _six(expected)
+    assert type(got[2]) is int and type(got[3]) is int and type(got[5]) is bool
+
+
+@pytest.mark.skipif(_C_FIELDS is None, reason="the C module is not built (pure Python)")
+def test_c_send_fields_leave_odd_types_to_fast() -> None:
+    ext = {"a": "g", "b": "t", "c": "c", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0"}
+    assert _C_FIELDS(ext, send_header._V2_NAMES, False) == ("g", "t", 0, 0, None, False)
+    assert _C_FIELDS({**ext, "e": 0}, send_header._V2_NAMES, False) is None  # not a str
+    assert _C_FIELDS({**ext, "a": None}, send_header._V2_NAMES, False) is None
+    assert _C_FIELDS({**ext, "i": 1}, send_header._V2_NAMES, False) is None
+    assert _C_FIELDS({**ext, "m": "TRUE"}, send_header._V2_NAMES, False)[5] is True
+    assert _C_FIELDS(ext, send_header._V2_NAMES[:13], False) is None
+    assert _C_FIELDS(list(ext), send_header._V2_NAMES, False) is None

@@ -567,6 +567,17 @@ class SendService:
             done.queue_offsets[0],
         )
 
+    def lane_answer_parts(self, lane: LaneAppend) -> tuple[str, int, int, int]:
+        """:meth:`lane_answer` in parts: (the offset message id's host half, the record's physical
+        offset, queue id, queue offset); the id is the first followed by ``hex16`` of the second."""
+        done = lane.appended
+        return (
+            self._offset_id_prefix(),
+            done.physical_offsets[0],
+            lane.records[0].queue_id,
+            done.queue_offsets[0],
+        )
+
     def lane_results(self, lane: LaneAppend) -> list[SendResult]:
         """The send results of a :meth:`lane_append` whose ``durable`` completed."""
         prefix = self._offset_id_prefix()
@@ -766,12 +777,16 @@ class SendService:
         queue_ids = [queue_id] * count
         return LaneSent(topic.name, queue_ids, message_ids, appended.queue_offsets, ids), durable
 
-    def lane_one(self, topic_name: str, scan: LaneScan, ctx: SendContext) -> LaneAppend | None:
-        """A one-message :class:`LaneScan` (the gRPC door's ``_sendscan``: a NORMAL message whose
-        content checks the scan made) appended as :meth:`lane_append` appends the same message: the
-        topic's check, queue choice, clock reading and record. None, having changed nothing, when the
-        topic is refused or the scan holds more messages: the caller then takes :meth:`lane_append`,
-        which gives the error. The awaitable is the append's own (the caller awaits it)."""
+    def lane_one(
+        self, topic_name: str, scan: LaneScan, ctx: SendContext, shared: bool = False
+    ) -> LaneAppend | None:
+        """A one-message :class:`LaneScan` (the gRPC door's ``_sendscan``, the remoting door's
+        ``_lanescan.one_scan``: a NORMAL message whose content checks the scan made) appended as
+        :meth:`lane_append` appends the same message: the topic's check, queue choice, clock reading
+        and record. None, having changed nothing, when the topic is refused or the scan holds more
+        messages: the caller then takes :meth:`lane_append`, which gives the error. The awaitable is
+        the append's own (the caller awaits it), or with ``shared`` the open group's shared waiter
+        (the caller only adds done callbacks to it), as :meth:`lane_append` gives them."""
         bodies, encoded, tags_codes, index_keys, message_ids, _ = scan
         if len(bodies) != 1:
             return None
@@ -786,7 +801,7 @@ class SendService:
              ctx.born_host.encode(), 0, 0, index_keys[0]),
         )  # fmt: skip
         records = [record]
-        appended, durable = self._store.put_records_columns(topic_name, records)
+        appended, durable = self._store.put_records_columns(topic_name, records, shared)
         lane: LaneAppend = _new_tuple(LaneAppend, (topic.name, records, appended, message_ids, durable))
         return lane
 

@@ -19,6 +19,15 @@
  * descriptors once (each checked to be a plain object slot of the class), then command() allocates
  * an instance as object.__new__ does and stores the nine values in their slots, what
  * command.new_command_py does through the descriptors' __set__ (nine Python-level calls).
+ *
+ *   send_answer(version, opaque, id_prefix, physical_offset, queue_id, queue_offset) -> bytes | None
+ *
+ * A single send's SUCCESS answer frame to a ROCKETMQ request (see py_send_answer), the reference
+ * being frame.encode_send_response.
+ *
+ *   send_fields(ext, names, force_batch) -> (group, topic, queue_id, sys_flag, properties, batch) | None
+ *
+ * The six fields of a send header (see py_send_fields), the reference being send_header._fast.
  * Written for txmq; no code copied from elsewhere.
  */
 #define PY_SSIZE_T_CLEAN
@@ -260,6 +269,222 @@ static PyObject *py_command(PyObject *self, PyObject *const *args, Py_ssize_t na
     return obj;
 }
 
+/* ------------------------------------------------------------------ the send answer */
+
+/* send_answer(version, opaque, id_prefix, physical_offset, queue_id, queue_offset) -> bytes | None
+ *
+ * The ROCKETMQ frame of a single send's SUCCESS answer (code 0, JAVA, flag 1, no remark, no body)
+ * with the extFields msgId (id_prefix, then the physical offset as 16 upper-case hex digits: the
+ * offset message id), queueId, queueOffset: what frame.encode_send_response(request, id_prefix +
+ * send.hex16(physical_offset), queue_id, queue_offset) renders for a ROCKETMQ request, in one call.
+ * None (the reference then renders it) for a version outside int16, an opaque outside int32, an
+ * id_prefix that is not an ASCII str of under 112 characters, a physical offset outside [0, 2**63),
+ * or a queue number that is not an int of 64 bits. */
+static char *put_be(char *w, uint64_t value, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--)
+        *w++ = (char)(value >> (8 * i));
+    return w;
+}
+
+/* value in decimal at w (str(value): a '-', then the digits), its length; w holds 20 bytes */
+static int decimal(char *w, long long value)
+{
+    char digits[20];
+    int n = 0;
+    unsigned long long x = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+    do {
+        digits[n++] = (char)('0' + x % 10);
+        x /= 10;
+    } while (x != 0);
+    int len = 0;
+    if (value < 0)
+        w[len++] = '-';
+    while (n > 0)
+        w[len++] = digits[--n];
+    return len;
+}
+
+static char *put_pair(char *w, const char *key, int key_len, const char *value, Py_ssize_t value_len)
+{
+    w = put_be(w, (uint64_t)key_len, 2);
+    memcpy(w, key, (size_t)key_len);
+    w += key_len;
+    w = put_be(w, (uint64_t)value_len, 4);
+    memcpy(w, value, (size_t)value_len);
+    return w + value_len;
+}
+
+static PyObject *py_send_answer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "send_answer takes 6 arguments");
+        return NULL;
+    }
+    PyObject *prefix = args[2];
+    if (!PyLong_CheckExact(args[0]) || !PyLong_CheckExact(args[1]) || !PyUnicode_CheckExact(prefix) ||
+        !PyUnicode_IS_ASCII(prefix) || PyUnicode_GET_LENGTH(prefix) >= 128 - 16 || !PyLong_CheckExact(args[3]) ||
+        !PyLong_CheckExact(args[4]) || !PyLong_CheckExact(args[5]))
+        Py_RETURN_NONE;
+    long long numbers[5]; /* version, opaque, physical offset, queue id, queue offset */
+    for (int i = 0; i < 5; i++) {
+        int overflow = 0;
+        numbers[i] = PyLong_AsLongLongAndOverflow(args[i < 2 ? i : i + 1], &overflow);
+        if (numbers[i] == -1 && PyErr_Occurred())
+            return NULL;
+        if (overflow)
+            Py_RETURN_NONE;
+    }
+    long long version = numbers[0], opaque = numbers[1], physical = numbers[2];
+    if (version < -0x8000 || version > 0x7FFF || opaque < INT32_MIN || opaque > INT32_MAX || physical < 0)
+        Py_RETURN_NONE;
+    char queue_text[24], offset_text[24];
+    int queue_len = decimal(queue_text, numbers[3]);
+    int offset_len = decimal(offset_text, numbers[4]);
+    Py_ssize_t prefix_len = PyUnicode_GET_LENGTH(prefix);
+    char msg_id[128];
+    memcpy(msg_id, PyUnicode_1BYTE_DATA(prefix), (size_t)prefix_len);
+    static const char HEX[] = "0123456789ABCDEF";
+    for (int i = 0; i < 16; i++)
+        msg_id[prefix_len + i] = HEX[((unsigned long long)physical >> (4 * (15 - i))) & 0xF];
+    Py_ssize_t id_len = prefix_len + 16;
+    Py_ssize_t ext_len = (2 + 5 + 4 + id_len) + (2 + 7 + 4 + queue_len) + (2 + 11 + 4 + offset_len);
+    Py_ssize_t header_len = 13 + 8 + ext_len;
+    PyObject *frame = PyBytes_FromStringAndSize(NULL, 4 + 4 + header_len);
+    if (frame == NULL)
+        return NULL;
+    char *w = PyBytes_AS_STRING(frame);
+    w = put_be(w, (uint64_t)(4 + header_len), 4);
+    w = put_be(w, (uint64_t)1 << 24 | (uint64_t)header_len, 4); /* ROCKETMQ, the header's length */
+    w = put_be(w, 0, 2);                                        /* code: SUCCESS */
+    *w++ = 0;                                                   /* language: JAVA */
+    w = put_be(w, (uint64_t)version, 2);
+    w = put_be(w, (uint64_t)opaque, 4);
+    w = put_be(w, 1, 4); /* flag: a response */
+    w = put_be(w, 0, 4); /* no remark */
+    w = put_be(w, (uint64_t)ext_len, 4);
+    w = put_pair(w, "msgId", 5, msg_id, id_len);
+    w = put_pair(w, "queueId", 7, queue_text, queue_len);
+    put_pair(w, "queueOffset", 11, offset_text, offset_len);
+    return frame;
+}
+
+/* ------------------------------------------------------------------ the send header's fields */
+
+/* send_fields(ext, names, force_batch) -> (producer_group, topic, queue_id, sys_flag, properties,
+ * batch) | None
+ *
+ * The six fields send_header._fast reads from a send header's extFields (names: its 14 wire names,
+ * in SendMessageRequestHeader's field order), with the same checks: group, topic and default topic
+ * present; queue count, queue id, sys flag, born time and flag present and plain decimals (an
+ * optional '-', then 1 to 18 ASCII digits), the reconsume times and max reconsume times too when
+ * present; batch: force_batch, or the batch field "true" in any case. None wherever _fast gives None,
+ * and also for a value read that is not an exact str, or a batch field that is not ASCII: the caller
+ * then runs _fast (whose result, where this one is not None, is the same). */
+static int plain_decimal(PyObject *value, long long *out)
+{
+    if (!PyUnicode_CheckExact(value) || !PyUnicode_IS_ASCII(value))
+        return 0;
+    const unsigned char *p = PyUnicode_1BYTE_DATA(value);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(value);
+    int negative = n > 0 && p[0] == '-';
+    if (negative)
+        p++, n--;
+    if (n < 1 || n > 18)
+        return 0;
+    long long x = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        x = x * 10 + (p[i] - '0');
+    }
+    *out = negative ? -x : x;
+    return 1;
+}
+
+static PyObject *py_send_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "send_fields takes 3 arguments");
+        return NULL;
+    }
+    PyObject *ext = args[0], *names = args[1];
+    if (!PyDict_CheckExact(ext) || !PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) != 14)
+        Py_RETURN_NONE;
+    int force_batch = PyObject_IsTrue(args[2]);
+    if (force_batch < 0)
+        return NULL;
+    PyObject *got[14];
+    /* names of one ASCII character each (SEND_MESSAGE_V2's): the map read in one pass, each key of one
+     * ASCII character placed by a table (a key equals a name exactly when it is that character);
+     * other names (SEND_MESSAGE's) or any key that is not an exact str: looked up one by one */
+    signed char slot[128];
+    memset(slot, -1, sizeof slot);
+    int one_pass = 1;
+    for (int i = 0; i < 14 && one_pass; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        if (!PyUnicode_CheckExact(name) || !PyUnicode_IS_ASCII(name) || PyUnicode_GET_LENGTH(name) != 1 ||
+            slot[PyUnicode_1BYTE_DATA(name)[0]] >= 0)
+            one_pass = 0;
+        else
+            slot[PyUnicode_1BYTE_DATA(name)[0]] = (signed char)i;
+    }
+    if (one_pass) {
+        for (int i = 0; i < 14; i++)
+            got[i] = NULL;
+        Py_ssize_t at = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(ext, &at, &key, &value)) { /* borrowed */
+            if (!PyUnicode_CheckExact(key)) {
+                one_pass = 0;
+                break;
+            }
+            if (PyUnicode_IS_ASCII(key) && PyUnicode_GET_LENGTH(key) == 1) {
+                int i = slot[PyUnicode_1BYTE_DATA(key)[0]];
+                if (i >= 0)
+                    got[i] = value;
+            }
+        }
+    }
+    if (!one_pass) {
+        for (int i = 0; i < 14; i++) {
+            got[i] = PyDict_GetItemWithError(ext, PyTuple_GET_ITEM(names, i)); /* borrowed */
+            if (got[i] == NULL && PyErr_Occurred())
+                return NULL;
+        }
+    }
+    PyObject *group = got[0], *topic = got[1], *properties = got[8];
+    if (group == NULL || topic == NULL || got[2] == NULL || !PyUnicode_CheckExact(group) ||
+        !PyUnicode_CheckExact(topic) || (properties != NULL && !PyUnicode_CheckExact(properties)))
+        Py_RETURN_NONE;
+    long long number[14];
+    for (int i = 3; i <= 7; i++) /* queue count, queue id, sys flag, born time, flag */
+        if (got[i] == NULL || !plain_decimal(got[i], &number[i]))
+            Py_RETURN_NONE;
+    if ((got[9] != NULL && !plain_decimal(got[9], &number[9])) ||
+        (got[12] != NULL && !plain_decimal(got[12], &number[12])))
+        Py_RETURN_NONE;
+    int batch = force_batch;
+    if (!batch && got[11] != NULL) {
+        PyObject *raw = got[11];
+        if (!PyUnicode_CheckExact(raw) || !PyUnicode_IS_ASCII(raw))
+            Py_RETURN_NONE;
+        const unsigned char *p = PyUnicode_1BYTE_DATA(raw);
+        batch = PyUnicode_GET_LENGTH(raw) == 4 && (p[0] | 0x20) == 't' && (p[1] | 0x20) == 'r' &&
+                (p[2] | 0x20) == 'u' && (p[3] | 0x20) == 'e';
+    }
+    PyObject *queue_id = PyLong_FromLongLong(number[4]), *sys_flag = PyLong_FromLongLong(number[5]);
+    PyObject *result = NULL;
+    if (queue_id != NULL && sys_flag != NULL)
+        result = PyTuple_Pack(6, group, topic, queue_id, sys_flag, properties != NULL ? properties : Py_None,
+                              batch ? Py_True : Py_False);
+    Py_XDECREF(queue_id);
+    Py_XDECREF(sys_flag);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"binary_map", (PyCFunction)(void (*)(void))py_binary_map, METH_FASTCALL,
      "The extFields dict of a ROCKETMQ header from pos, or None when the reference must judge it."},
@@ -268,6 +493,10 @@ static PyMethodDef methods[] = {
      "Keep the command class and its fields' slot offsets for command()."},
     {"command", (PyCFunction)(void (*)(void))py_command, METH_FASTCALL,
      "A command of the bound class with its nine fields set (command.new_command_py's object)."},
+    {"send_answer", (PyCFunction)(void (*)(void))py_send_answer, METH_FASTCALL,
+     "A single send's ROCKETMQ SUCCESS answer frame, or None when the reference must render it."},
+    {"send_fields", (PyCFunction)(void (*)(void))py_send_fields, METH_FASTCALL,
+     "A send header's six fields as send_header._fast reads them, or None when it must read them."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -164,6 +164,22 @@ def _send_response_ext(msg_id: str, queue_id: int, queue_offset: int, transactio
     return ext
 
 
+def encode_offset_answer(
+    request: RemotingCommand, id_prefix: str, physical_offset: int, queue_id: int, queue_offset: int
+) -> bytes | None:
+    """``encode_send_response(request, id_prefix + send.hex16(physical_offset), queue_id,
+    queue_offset)`` (a single send's answer, its msgId the offset message id) rendered by one C call
+    (``_hdrmap.send_answer``) for a ROCKETMQ request; None when the module is not built
+    (``TXMQ_PURE=1``), the request is JSON, or the C call declines: the caller then renders it so
+    (tests/property/test_hdrmap_native.py holds the two byte-identical)."""
+    if _SEND_ANSWER is None or request.serialize_type is _JSON:
+        return None
+    data: bytes | None = _SEND_ANSWER(
+        request.version, request.opaque, id_prefix, physical_offset, queue_id, queue_offset
+    )
+    return data
+
+
 def encode_success_response(request: RemotingCommand) -> bytes:
     """``encode(make_response(request, SUCCESS))`` (no remark, no fields, no body: the answer to an
     END_TRANSACTION), rendered straight into its frame (tests/unit/test_remoting_frame.py holds them
@@ -484,6 +500,18 @@ def _load_hdrmap() -> Any:
 
 
 _HDRMAP: Final[Any] = _load_hdrmap()
+
+
+def _load_send_answer() -> Any:
+    """The C renderer of a single send's answer (``_hdrmap.send_answer``) or None (not built, or
+    ``TXMQ_PURE=1``): then :func:`encode_send_response` renders every answer."""
+    try:
+        return importlib.import_module("txmq.protocol.remoting._hdrmap").send_answer
+    except (ImportError, AttributeError):
+        return None
+
+
+_SEND_ANSWER: Final[Any] = _load_send_answer()
 
 
 def _binary_map(data: bytes, pos: int) -> dict[str, str]:

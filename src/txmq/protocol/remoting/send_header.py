@@ -10,7 +10,8 @@ decides and words the error, so acceptance, rejection and values are those of
 
 from __future__ import annotations
 
-from typing import Final, final
+import importlib
+from typing import Any, Final, final
 
 from txmq.protocol.remoting.codes import RequestCode
 from txmq.protocol.remoting.command import RemotingCommand
@@ -106,12 +107,34 @@ def _from_header(header: SendMessageRequestHeader) -> SendFields:
     )
 
 
+def _load_send_fields() -> Any:
+    """The C reader of :func:`_fast`'s six fields (``_hdrmap.send_fields``) or None (not built, or
+    ``TXMQ_PURE=1``): then :func:`_fast`, the reference, reads every header."""
+    try:
+        return importlib.import_module("txmq.protocol.remoting._hdrmap").send_fields
+    except (ImportError, AttributeError):
+        return None
+
+
+_C_FIELDS: Final[Any] = _load_send_fields()
+
+
+def _c_fast(ext: dict[str, str], names: tuple[str, ...], force_batch: bool) -> SendFields | None:
+    """:func:`_fast` by one C call, or None where the C call declines (then :func:`_fast` decides);
+    where it answers, it answers what :func:`_fast` does (tests/property/test_remoting_fast_headers.py)."""
+    got: tuple[str, str, int, int, str | None, bool] | None = _C_FIELDS(ext, names, force_batch)
+    if got is None:
+        return None
+    return SendFields(got[0], got[1], got[2], got[3], got[4], got[5])
+
+
 def parse_send_fields(cmd: RemotingCommand) -> SendFields:
     """The send header of a 10/310/320 request (``batch`` is true for code 320 whatever the field
     says); raises ``InvalidHeader`` exactly when :func:`headers.parse_send_header` does."""
     code = cmd.code
-    if code == _SEND_MESSAGE:
-        fields = _fast(cmd.ext_fields, _V1_NAMES, False)
-    else:
-        fields = _fast(cmd.ext_fields, _V2_NAMES, code == _SEND_BATCH_MESSAGE)
+    names = _V1_NAMES if code == _SEND_MESSAGE else _V2_NAMES
+    force_batch = code == _SEND_BATCH_MESSAGE
+    fields = None if _C_FIELDS is None else _c_fast(cmd.ext_fields, names, force_batch)
+    if fields is None:
+        fields = _fast(cmd.ext_fields, names, force_batch)
     return _from_header(parse_send_header(cmd)) if fields is None else fields

@@ -21,6 +21,14 @@
  * "||", and any limit exceeded (body size, tag, keys, property count, properties bytes). The caller
  * checks the batch's count and total.
  *
+ *   one_scan(body, properties, tail, body_bytes_max, ...as above)
+ *       -> the same columns, of one message | None
+ *
+ * One SEND_MESSAGE(_V2) message (pipelined single sends): its body (bytes, kept as the record's body,
+ * not copied) and its header's properties (a str) read as an entry above, declined for the same
+ * reasons and for a body that is not bytes or properties that are not ASCII. Its reference is
+ * producer._messages (props.decode, convert.to_lean) and SendService.lane_append.
+ *
  * The names the lane reads, declines or drops are txmq.common.properties' (a test holds the lists
  * below to it, through lane_names()). Written for txmq; no code copied from elsewhere.
  */
@@ -152,20 +160,233 @@ static int read_props(const unsigned char *p, Py_ssize_t n, entry_props *e)
     return 0;
 }
 
+/* the lists an entry's pieces go to, and the scratch buffer its properties are laid out in */
+typedef struct {
+    PyObject *bodies, *properties, *codes, *index_keys, *ids; /* NULL for one message: got[] instead */
+    PyObject *got[5]; /* one message's body, properties, tags code, index keys, id (new references) */
+    entry_props *e;
+    int e_heap;       /* e was allocated here */
+    unsigned char *out;
+    Py_ssize_t out_cap;
+    int out_heap;     /* out was allocated here (else the caller's) */
+    const unsigned char *tail;
+    Py_ssize_t tail_len, tail_pairs;
+    long long body_max, tag_max, keys_count_max, key_max, count_max, props_max;
+} scan_state;
+
+/* One entry (its body at d, body_len bytes, or body_obj when not NULL: that object, bytes, is the
+ * record's body; its properties at pp, pn bytes) appended to the lists. 0: appended, 1: declined,
+ * -1: an error is set. */
+static int scan_entry(scan_state *s, const unsigned char *d, Py_ssize_t body_len, PyObject *body_obj,
+                      const unsigned char *pp, Py_ssize_t pn)
+{
+    entry_props *e = s->e;
+    if (body_len == 0 || (long long)body_len > s->body_max)
+        return 1;
+    if (read_props(pp, pn, e))
+        return 1;
+    if (!e->have_uniq || e->uniq.n == 0)
+        return 1;
+    int has_tags = e->have_tags && e->tags.n > 0;
+    if (has_tags) {
+        const unsigned char *g = e->tags.p;
+        Py_ssize_t gn = e->tags.n;
+        if (gn > s->tag_max || ascii_space(g[0]) || ascii_space(g[gn - 1]))
+            return 1;
+        for (Py_ssize_t i = 0; i + 1 < gn; i++)
+            if (g[i] == '|' && g[i + 1] == '|')
+                return 1;
+    }
+    /* the keys: split on spaces, empty pieces dropped */
+    span keys[64];
+    int nkeys = 0;
+    Py_ssize_t keys_len = 0; /* joined by one space */
+    if (e->have_keys) {
+        Py_ssize_t i = 0, kn = e->keys.n;
+        const unsigned char *k = e->keys.p;
+        while (i < kn) {
+            while (i < kn && k[i] == ' ')
+                i++;
+            Py_ssize_t start = i;
+            while (i < kn && k[i] != ' ')
+                i++;
+            if (i > start) {
+                if (nkeys == 64 || nkeys >= s->keys_count_max || i - start > s->key_max)
+                    return 1;
+                keys[nkeys].p = k + start, keys[nkeys].n = i - start;
+                keys_len += (nkeys ? 1 : 0) + (i - start);
+                nkeys++;
+            }
+        }
+    }
+    /* the record's properties: user pairs, TAGS, KEYS, UNIQ_KEY, tail */
+    Py_ssize_t need = 0;
+    for (int u = 0; u < e->users; u++)
+        need += e->user_name[u].n + e->user_value[u].n + 2;
+    if (has_tags)
+        need += 4 + 2 + e->tags.n;
+    if (nkeys)
+        need += 4 + 2 + keys_len;
+    need += 8 + 2 + e->uniq.n + s->tail_len;
+    long long pairs = e->users + has_tags + (nkeys > 0) + 1 + s->tail_pairs;
+    if (pairs > s->count_max || need > s->props_max)
+        return 1;
+    if (need > s->out_cap) {
+        if (s->out_heap)
+            PyMem_Free(s->out);
+        s->out_cap = need > 1024 ? need : 1024;
+        s->out = PyMem_Malloc((size_t)s->out_cap);
+        s->out_heap = 1;
+        if (s->out == NULL) {
+            s->out_cap = 0;
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    unsigned char *out = s->out;
+    unsigned char *w = out;
+#define PUT(src, len) (memcpy(w, (src), (size_t)(len)), w += (len))
+    for (int u = 0; u < e->users; u++) {
+        PUT(e->user_name[u].p, e->user_name[u].n);
+        *w++ = 0x01;
+        PUT(e->user_value[u].p, e->user_value[u].n);
+        *w++ = 0x02;
+    }
+    if (has_tags) {
+        PUT("TAGS\x01", 5);
+        PUT(e->tags.p, e->tags.n);
+        *w++ = 0x02;
+    }
+    if (nkeys) {
+        PUT("KEYS\x01", 5);
+        for (int k = 0; k < nkeys; k++) {
+            if (k)
+                *w++ = ' ';
+            PUT(keys[k].p, keys[k].n);
+        }
+        *w++ = 0x02;
+    }
+    PUT("UNIQ_KEY\x01", 9);
+    PUT(e->uniq.p, e->uniq.n);
+    *w++ = 0x02;
+    PUT(s->tail, s->tail_len);
+#undef PUT
+    /* the Python objects of the entry */
+    int32_t code = 0;
+    if (has_tags) {
+        uint32_t h = 0;
+        for (Py_ssize_t i = 0; i < e->tags.n; i++)
+            h = 31u * h + e->tags.p[i];
+        code = (int32_t)h;
+    }
+    PyObject *body;
+    if (body_obj != NULL) {
+        body = body_obj;
+        Py_INCREF(body);
+    } else {
+        body = PyBytes_FromStringAndSize((const char *)d, body_len);
+    }
+    PyObject *encoded = PyBytes_FromStringAndSize((const char *)out, w - out);
+    PyObject *code_obj = PyLong_FromLong(code);
+    PyObject *id = ascii_str(e->uniq.p, e->uniq.n);
+    PyObject *keys_tuple = PyTuple_New(nkeys + 1);
+    int bad = !body || !encoded || !code_obj || !id || !keys_tuple;
+    if (!bad) {
+        for (int k = 0; k < nkeys; k++) {
+            PyObject *key = ascii_str(keys[k].p, keys[k].n);
+            if (key == NULL) {
+                bad = 1;
+                break;
+            }
+            PyTuple_SET_ITEM(keys_tuple, k, key);
+        }
+    }
+    if (!bad) {
+        Py_INCREF(id);
+        PyTuple_SET_ITEM(keys_tuple, nkeys, id);
+        if (s->bodies == NULL) { /* one message: the caller takes the references */
+            s->got[0] = body, s->got[1] = encoded, s->got[2] = code_obj, s->got[3] = keys_tuple, s->got[4] = id;
+            return 0;
+        }
+        bad = PyList_Append(s->bodies, body) < 0 || PyList_Append(s->properties, encoded) < 0
+              || PyList_Append(s->codes, code_obj) < 0 || PyList_Append(s->index_keys, keys_tuple) < 0
+              || PyList_Append(s->ids, id) < 0;
+    }
+    Py_XDECREF(body);
+    Py_XDECREF(encoded);
+    Py_XDECREF(code_obj);
+    Py_XDECREF(id);
+    Py_XDECREF(keys_tuple);
+    return bad ? -1 : 0;
+}
+
+/* the limits (args[first .. first + 5]) and tail into the state, and (lists) its lists, entry and
+ * buffer (else the caller sets s->e, s->out and s->out_cap); -1: an error is set */
+static int state_open(scan_state *s, PyObject *const *args, int first, Py_buffer *tail, int lists)
+{
+    memset(s, 0, sizeof(*s));
+    long long lim[6];
+    for (int i = 0; i < 6; i++) {
+        lim[i] = PyLong_AsLongLong(args[first + i]);
+        if (lim[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    s->body_max = lim[0], s->tag_max = lim[1], s->keys_count_max = lim[2], s->key_max = lim[3],
+    s->count_max = lim[4], s->props_max = lim[5];
+    s->tail = tail->buf;
+    s->tail_len = tail->len;
+    for (Py_ssize_t i = 0; i < tail->len; i++)
+        s->tail_pairs += s->tail[i] == 0x02;
+    if (!lists)
+        return 0;
+    s->bodies = PyList_New(0), s->properties = PyList_New(0), s->codes = PyList_New(0),
+    s->index_keys = PyList_New(0), s->ids = PyList_New(0);
+    s->e = PyMem_Malloc(sizeof(entry_props));
+    s->e_heap = 1;
+    if (!s->bodies || !s->properties || !s->codes || !s->index_keys || !s->ids)
+        return -1;
+    if (s->e == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* the columns: (bodies, properties, tags_codes, index_keys, message_ids, body_total) */
+static PyObject *state_result(scan_state *s, long long body_total)
+{
+    PyObject *result = NULL;
+    PyObject *b = PyList_AsTuple(s->bodies), *p = PyList_AsTuple(s->properties), *c = PyList_AsTuple(s->codes),
+             *k = PyList_AsTuple(s->index_keys), *n = PyLong_FromLongLong(body_total);
+    if (b && p && c && k && n)
+        result = PyTuple_Pack(6, b, p, c, k, s->ids, n);
+    Py_XDECREF(b);
+    Py_XDECREF(p);
+    Py_XDECREF(c);
+    Py_XDECREF(k);
+    Py_XDECREF(n);
+    return result;
+}
+
+static void state_close(scan_state *s)
+{
+    if (s->e_heap)
+        PyMem_Free(s->e);
+    if (s->out_heap)
+        PyMem_Free(s->out);
+    Py_XDECREF(s->bodies);
+    Py_XDECREF(s->properties);
+    Py_XDECREF(s->codes);
+    Py_XDECREF(s->index_keys);
+    Py_XDECREF(s->ids);
+}
+
 static PyObject *py_lane_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 8) {
         PyErr_SetString(PyExc_TypeError, "lane_scan takes 8 arguments");
         return NULL;
     }
-    long long lim[6];
-    for (int i = 0; i < 6; i++) {
-        lim[i] = PyLong_AsLongLong(args[2 + i]);
-        if (lim[i] == -1 && PyErr_Occurred())
-            return NULL;
-    }
-    const long long body_max = lim[0], tag_max = lim[1], keys_count_max = lim[2], key_max = lim[3],
-                    count_max = lim[4], props_max = lim[5];
     Py_buffer data, tail;
     if (PyObject_GetBuffer(args[0], &data, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -175,19 +396,10 @@ static PyObject *py_lane_scan(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     const unsigned char *d = data.buf;
     const Py_ssize_t size = data.len;
-    const unsigned char *t = tail.buf;
-    Py_ssize_t tail_pairs = 0;
-    for (Py_ssize_t i = 0; i < tail.len; i++)
-        tail_pairs += t[i] == 0x02;
-
-    PyObject *bodies = PyList_New(0), *properties = PyList_New(0), *codes = PyList_New(0),
-             *index_keys = PyList_New(0), *ids = PyList_New(0);
+    scan_state s;
     PyObject *result = NULL;
-    entry_props *e = PyMem_Malloc(sizeof(entry_props));
-    unsigned char *out = NULL;
-    Py_ssize_t out_cap = 0;
     long long body_total = 0;
-    if (!bodies || !properties || !codes || !index_keys || !ids || !e)
+    if (state_open(&s, args, 2, &tail, 1) < 0)
         goto error;
 
     Py_ssize_t pos = 0;
@@ -205,146 +417,16 @@ static PyObject *py_lane_scan(PyObject *self, PyObject *const *args, Py_ssize_t 
         uint64_t end = props_at + 2 + ((uint64_t)d[props_at] << 8 | d[props_at + 1]);
         if (end > (uint64_t)size || total != end - (uint64_t)pos)
             goto declined;
-        if (body_len == 0 || (long long)body_len > body_max)
-            goto declined;
-        const unsigned char *pp = d + props_at + 2;
-        Py_ssize_t pn = (Py_ssize_t)(end - props_at - 2);
-        if (read_props(pp, pn, e))
-            goto declined;
-        if (!e->have_uniq || e->uniq.n == 0)
-            goto declined;
-        int has_tags = e->have_tags && e->tags.n > 0;
-        if (has_tags) {
-            const unsigned char *g = e->tags.p;
-            Py_ssize_t gn = e->tags.n;
-            if (gn > tag_max || ascii_space(g[0]) || ascii_space(g[gn - 1]))
-                goto declined;
-            for (Py_ssize_t i = 0; i + 1 < gn; i++)
-                if (g[i] == '|' && g[i + 1] == '|')
-                    goto declined;
-        }
-        /* the keys: split on spaces, empty pieces dropped */
-        span keys[64];
-        int nkeys = 0;
-        Py_ssize_t keys_len = 0; /* joined by one space */
-        if (e->have_keys) {
-            Py_ssize_t i = 0, kn = e->keys.n;
-            const unsigned char *k = e->keys.p;
-            while (i < kn) {
-                while (i < kn && k[i] == ' ')
-                    i++;
-                Py_ssize_t start = i;
-                while (i < kn && k[i] != ' ')
-                    i++;
-                if (i > start) {
-                    if (nkeys == 64 || nkeys >= keys_count_max || i - start > key_max)
-                        goto declined;
-                    keys[nkeys].p = k + start, keys[nkeys].n = i - start;
-                    keys_len += (nkeys ? 1 : 0) + (i - start);
-                    nkeys++;
-                }
-            }
-        }
-        /* the record's properties: user pairs, TAGS, KEYS, UNIQ_KEY, tail */
-        Py_ssize_t need = 0;
-        for (int u = 0; u < e->users; u++)
-            need += e->user_name[u].n + e->user_value[u].n + 2;
-        if (has_tags)
-            need += 4 + 2 + e->tags.n;
-        if (nkeys)
-            need += 4 + 2 + keys_len;
-        need += 8 + 2 + e->uniq.n + tail.len;
-        long long pairs = e->users + has_tags + (nkeys > 0) + 1 + tail_pairs;
-        if (pairs > count_max || need > props_max)
-            goto declined;
-        if (need > out_cap) {
-            PyMem_Free(out);
-            out_cap = need > 1024 ? need : 1024;
-            out = PyMem_Malloc((size_t)out_cap);
-            if (out == NULL) {
-                PyErr_NoMemory();
-                goto error;
-            }
-        }
-        unsigned char *w = out;
-#define PUT(src, len) (memcpy(w, (src), (size_t)(len)), w += (len))
-        for (int u = 0; u < e->users; u++) {
-            PUT(e->user_name[u].p, e->user_name[u].n);
-            *w++ = 0x01;
-            PUT(e->user_value[u].p, e->user_value[u].n);
-            *w++ = 0x02;
-        }
-        if (has_tags) {
-            PUT("TAGS\x01", 5);
-            PUT(e->tags.p, e->tags.n);
-            *w++ = 0x02;
-        }
-        if (nkeys) {
-            PUT("KEYS\x01", 5);
-            for (int k = 0; k < nkeys; k++) {
-                if (k)
-                    *w++ = ' ';
-                PUT(keys[k].p, keys[k].n);
-            }
-            *w++ = 0x02;
-        }
-        PUT("UNIQ_KEY\x01", 9);
-        PUT(e->uniq.p, e->uniq.n);
-        *w++ = 0x02;
-        PUT(t, tail.len);
-#undef PUT
-        /* the Python objects of the entry */
-        int32_t code = 0;
-        if (has_tags) {
-            uint32_t h = 0;
-            for (Py_ssize_t i = 0; i < e->tags.n; i++)
-                h = 31u * h + e->tags.p[i];
-            code = (int32_t)h;
-        }
-        PyObject *body = PyBytes_FromStringAndSize((const char *)(d + body_start), (Py_ssize_t)body_len);
-        PyObject *encoded = PyBytes_FromStringAndSize((const char *)out, w - out);
-        PyObject *code_obj = PyLong_FromLong(code);
-        PyObject *id = ascii_str(e->uniq.p, e->uniq.n);
-        PyObject *keys_tuple = PyTuple_New(nkeys + 1);
-        int bad = !body || !encoded || !code_obj || !id || !keys_tuple;
-        if (!bad) {
-            for (int k = 0; k < nkeys; k++) {
-                PyObject *key = ascii_str(keys[k].p, keys[k].n);
-                if (key == NULL) {
-                    bad = 1;
-                    break;
-                }
-                PyTuple_SET_ITEM(keys_tuple, k, key);
-            }
-        }
-        if (!bad) {
-            Py_INCREF(id);
-            PyTuple_SET_ITEM(keys_tuple, nkeys, id);
-            bad = PyList_Append(bodies, body) < 0 || PyList_Append(properties, encoded) < 0
-                  || PyList_Append(codes, code_obj) < 0 || PyList_Append(index_keys, keys_tuple) < 0
-                  || PyList_Append(ids, id) < 0;
-        }
-        Py_XDECREF(body);
-        Py_XDECREF(encoded);
-        Py_XDECREF(code_obj);
-        Py_XDECREF(id);
-        Py_XDECREF(keys_tuple);
-        if (bad)
+        int got = scan_entry(&s, d + body_start, (Py_ssize_t)body_len, NULL, d + props_at + 2,
+                             (Py_ssize_t)(end - props_at - 2));
+        if (got < 0)
             goto error;
+        if (got > 0)
+            goto declined;
         body_total += (long long)body_len;
         pos = (Py_ssize_t)end;
     }
-    {
-        PyObject *b = PyList_AsTuple(bodies), *p = PyList_AsTuple(properties), *c = PyList_AsTuple(codes),
-                 *k = PyList_AsTuple(index_keys), *n = PyLong_FromLongLong(body_total);
-        if (b && p && c && k && n)
-            result = PyTuple_Pack(6, b, p, c, k, ids, n);
-        Py_XDECREF(b);
-        Py_XDECREF(p);
-        Py_XDECREF(c);
-        Py_XDECREF(k);
-        Py_XDECREF(n);
-    }
+    result = state_result(&s, body_total);
     goto done;
 declined:
     result = Py_None;
@@ -353,14 +435,69 @@ declined:
 error:
     result = NULL;
 done:
-    PyMem_Free(e);
-    PyMem_Free(out);
-    Py_XDECREF(bodies);
-    Py_XDECREF(properties);
-    Py_XDECREF(codes);
-    Py_XDECREF(index_keys);
-    Py_XDECREF(ids);
+    state_close(&s);
     PyBuffer_Release(&data);
+    PyBuffer_Release(&tail);
+    return result;
+}
+
+/* One SEND_MESSAGE(_V2) message: its body (bytes, kept as the record's body) and its header's
+ * properties (str) read as lane_scan reads a batch entry, into the same columns of one message; None
+ * for what lane_scan declines in an entry, and for a body that is not bytes or properties that are
+ * not ASCII. */
+static PyObject *py_one_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "one_scan takes 9 arguments");
+        return NULL;
+    }
+    PyObject *body = args[0], *text = args[1];
+    if (!PyBytes_CheckExact(body) || !PyUnicode_Check(text) || !PyUnicode_IS_ASCII(text))
+        Py_RETURN_NONE;
+    Py_buffer tail;
+    if (PyObject_GetBuffer(args[2], &tail, PyBUF_SIMPLE) < 0)
+        return NULL;
+    scan_state s;
+    entry_props e;
+    unsigned char small[1024];
+    PyObject *result = NULL;
+    if (state_open(&s, args, 3, &tail, 0) < 0)
+        goto done;
+    s.e = &e, s.out = small, s.out_cap = (Py_ssize_t)sizeof small;
+    Py_ssize_t body_len = PyBytes_GET_SIZE(body);
+    int got = scan_entry(&s, (const unsigned char *)PyBytes_AS_STRING(body), body_len, body,
+                         PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text));
+    if (got > 0) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else if (got == 0) {
+        /* (bodies, properties, tags_codes, index_keys) as 1-tuples, [id], body_total */
+        PyObject *parts = PyTuple_New(6), *ids = PyList_New(1), *total = PyLong_FromSsize_t(body_len);
+        int bad = !parts || !ids || !total;
+        for (int i = 0; i < 4; i++) {
+            PyObject *one = bad ? NULL : PyTuple_New(1);
+            if (one == NULL) {
+                Py_DECREF(s.got[i]);
+                bad = 1;
+                continue;
+            }
+            PyTuple_SET_ITEM(one, 0, s.got[i]);
+            PyTuple_SET_ITEM(parts, i, one);
+        }
+        if (bad) {
+            Py_DECREF(s.got[4]);
+            Py_XDECREF(ids);
+            Py_XDECREF(total);
+            Py_XDECREF(parts);
+        } else {
+            PyList_SET_ITEM(ids, 0, s.got[4]);
+            PyTuple_SET_ITEM(parts, 4, ids);
+            PyTuple_SET_ITEM(parts, 5, total);
+            result = parts;
+        }
+    }
+done:
+    state_close(&s);
     PyBuffer_Release(&tail);
     return result;
 }
@@ -402,6 +539,8 @@ fail:
 static PyMethodDef methods[] = {
     {"lane_scan", (PyCFunction)(void (*)(void))py_lane_scan, METH_FASTCALL,
      "A plain SEND_BATCH_MESSAGE body as the send lane's columns, or None (see the module's source)."},
+    {"one_scan", (PyCFunction)(void (*)(void))py_one_scan, METH_FASTCALL,
+     "A plain SEND_MESSAGE(_V2)'s body and properties as the send lane's columns, or None."},
     {"lane_names", py_lane_names, METH_NOARGS, "(taken, declined, dropped) property names."},
     {NULL, NULL, 0, NULL},
 };

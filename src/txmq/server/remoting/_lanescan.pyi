@@ -15,4 +15,18 @@ def lane_scan(
     tuple[tuple[bytes, ...], tuple[bytes, ...], tuple[int, ...], tuple[tuple[str, ...], ...], list[str], int]
     | None
 ): ...
+def one_scan(
+    body: bytes,
+    properties: str,
+    tail: ReadableBuffer,
+    body_bytes_max: int,
+    tag_bytes_max: int,
+    keys_count_max: int,
+    key_bytes_max: int,
+    property_count_max: int,
+    properties_bytes_max: int,
+) -> (
+    tuple[tuple[bytes, ...], tuple[bytes, ...], tuple[int, ...], tuple[tuple[str, ...], ...], list[str], int]
+    | None
+): ...
 def lane_names() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]: ...

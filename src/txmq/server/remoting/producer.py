@@ -8,7 +8,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any, NamedTuple
 
-from txmq.broker.send import HalfAppend, LaneSent, SendContext, SendService
+from txmq.broker.send import HalfAppend, LaneAppend, LaneSent, SendContext, SendService, hex16
 from txmq.common import errors, limits, msgid
 from txmq.common import properties as props
 from txmq.common.message import LeanMessage, Message, SendResult
@@ -21,7 +21,11 @@ from txmq.protocol.remoting.codes import (
 )
 from txmq.protocol.remoting.command import RemotingCommand, make_response
 from txmq.protocol.remoting.compression import COMPRESSED_FLAG, inflate
-from txmq.protocol.remoting.frame import encode_send_response, encode_success_response
+from txmq.protocol.remoting.frame import (
+    encode_offset_answer,
+    encode_send_response,
+    encode_success_response,
+)
 from txmq.protocol.remoting.headers import EndTransactionRequestHeader, send_response_fields
 from txmq.protocol.remoting.message_codec import decode_batch_entries
 from txmq.protocol.remoting.send_header import SendFields, parse_send_fields
@@ -90,8 +94,13 @@ def send(
         half = _half_lane(ctx, request, header, text, endpoint)
         if half is not None:
             return half
-    if batch and _LANESCAN is not None and not header.sys_flag & TRANSACTION_PREPARED_TYPE:
-        scanned = _scanned_batch(ctx, request, header, endpoint)
+    if _LANESCAN is not None and not header.sys_flag & TRANSACTION_PREPARED_TYPE:
+        if batch:
+            scanned = _scanned_batch(ctx, request, header, endpoint)
+        elif text and not header.sys_flag & COMPRESSED_FLAG:
+            scanned = _scanned_one(ctx, request, header, text, endpoint)
+        else:
+            scanned = None
         if scanned is not None:
             return scanned
     lane, messages = _messages(header, request.body, batch)
@@ -110,8 +119,7 @@ def send(
         if exc is not None:
             return error_response(request, exc)
         # one NORMAL/FIFO message (batches take _send_batch): no transaction id, no recall handle
-        msg_id, queue_id, queue_offset = sender.lane_answer(appended)
-        return encode_send_response(request, msg_id, queue_id, queue_offset)
+        return _lane_answer(request, sender, appended)
 
     deferred: Deferred = _new_tuple(Deferred, (appended.durable, answer))  # no interpreted __new__
     return deferred
@@ -164,6 +172,48 @@ def _scanned_batch(
 
     deferred: Deferred = _new_tuple(Deferred, (durable, answer))
     return deferred
+
+
+def _scanned_one(
+    ctx: RemotingContext, request: RemotingCommand, header: SendFields, text: str, endpoint: RemotingEndpoint
+) -> Deferred | None:
+    """A plain single SEND_MESSAGE(_V2) (a NORMAL message with its id, properties in ASCII) read by
+    one C call (``_lanescan.one_scan``) into the lane's columns of one message and appended by
+    ``SendService.lane_one``: the record and answer of ``_messages`` + ``lane_append``, without the
+    properties' dict and its encoding (tests/property/test_lane_scan.py). None, having changed
+    nothing, for anything the scan or the lane declines: the caller then takes the general way."""
+    context = _context(header.producer_group, endpoint.peer, header.queue_id)
+    sender = ctx.broker.sender
+    tail = sender.lane_tail(context.producer_group)
+    if tail is None:
+        return None
+    scan = _LANESCAN.one_scan(
+        request.body, text, tail, limits.body_bytes_max, limits.tag_bytes_max, limits.keys_count_max,
+        limits.key_bytes_max, limits.property_count_max, limits.properties_bytes_max,
+    )  # fmt: skip
+    if scan is None:
+        return None
+    appended = sender.lane_one(header.topic, scan, context, True)
+    if appended is None:
+        return None
+
+    def answer(exc: Exception | None) -> RemotingCommand | bytes:
+        if exc is not None:
+            return error_response(request, exc)
+        return _lane_answer(request, sender, appended)
+
+    deferred: Deferred = _new_tuple(Deferred, (appended.durable, answer))
+    return deferred
+
+
+def _lane_answer(request: RemotingCommand, sender: SendService, appended: LaneAppend) -> bytes:
+    """A one-message lane append's answer frame: ``sender.lane_answer`` rendered by
+    ``encode_send_response``, or the same bytes by one C call (``frame.encode_offset_answer``)."""
+    prefix, physical_offset, queue_id, queue_offset = sender.lane_answer_parts(appended)
+    data = encode_offset_answer(request, prefix, physical_offset, queue_id, queue_offset)
+    if data is None:
+        data = encode_send_response(request, prefix + hex16(physical_offset), queue_id, queue_offset)
+    return data
 
 
 def _batch_response(request: RemotingCommand, sent: LaneSent) -> RemotingCommand:
