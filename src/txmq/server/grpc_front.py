@@ -106,18 +106,6 @@ class _Relay(asyncio.Protocol):
         if self.transport is None:  # this side is already gone: so is the relayed connection
             peer.transport.close()
 
-    def relay_directly(self) -> None:
-        """Once both sides are joined: every later chunk goes straight to the peer's transport, whose
-        ``write`` becomes this side's ``data_received``. uvloop reads that attribute once, at
-        ``set_protocol``, and then calls the (Cython) write itself: no Python frame per relayed chunk,
-        the same bytes in the same order as :meth:`data_received` writes them once joined."""
-        peer = self.peer
-        transport = self.transport
-        if peer is None or peer.transport is None or transport is None or transport.is_closing():
-            return
-        self.data_received = peer.transport.write  # type: ignore[method-assign]
-        transport.set_protocol(self)
-
     def connection_lost(self, exc: Exception | None) -> None:
         peer = self.peer
         self.transport = None
@@ -200,8 +188,6 @@ class _Accepted(_Relay):
             return
         upstream.join(self)
         self.join(upstream)
-        upstream.relay_directly()
-        self.relay_directly()
 
 
 async def _unix_socket(address: str) -> socket.socket:
