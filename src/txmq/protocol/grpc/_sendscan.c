@@ -332,7 +332,8 @@ static PyObject *py_send_scan(PyObject *self, PyObject *const *args, Py_ssize_t 
         } else if (m->topic_raw.n != first_topic.n || memcmp(m->topic_raw.p, first_topic.p, (size_t)first_topic.n)) {
             goto declined;
         }
-        count++;
+        if (++count > total) /* not reached: the walk above read the same fields */
+            goto declined;
         /* body, id, tag, keys: the checks check_lean and the lane make, taken only when they pass */
         if (m->body.n == 0 || m->body.n > body_max)
             goto declined;
@@ -426,7 +427,7 @@ static PyObject *py_send_scan(PyObject *self, PyObject *const *args, Py_ssize_t 
             Py_XDECREF(keys_tuple);
             goto error;
         }
-        /* the slots take the references (count < total: the walk above saw every message) */
+        /* the slots take the references (count <= total, checked above) */
         Py_INCREF(id);
         PyTuple_SET_ITEM(keys_tuple, m->nkeys, id);
         Py_INCREF(coded);
