@@ -280,8 +280,22 @@ static PyObject *py_send_scan(PyObject *self, PyObject *const *args, Py_ssize_t 
     for (Py_ssize_t i = 0; i < tail.len; i++)
         tail_pairs += t[i] == 0x02;
 
-    PyObject *bodies = PyList_New(0), *properties = PyList_New(0), *codes = PyList_New(0),
-             *index_keys = PyList_New(0), *ids = PyList_New(0);
+    /* the messages counted first (each top-level field a message: anything else is declined below
+       anyway), so the columns are made at their size and filled in place: four tuples and the ids'
+       list, no appends and no list-to-tuple copies */
+    Py_ssize_t total = 0;
+    for (Py_ssize_t at = 0; at < size; total++) {
+        uint64_t key;
+        span whole;
+        if (read_varint(d, &at, size, &key) || key != 0x0A || read_len(d, &at, size, &whole)) {
+            PyBuffer_Release(&data);
+            PyBuffer_Release(&tail);
+            Py_RETURN_NONE;
+        }
+        at = whole.p - d + whole.n;
+    }
+    PyObject *bodies = PyTuple_New(total), *properties = PyTuple_New(total), *codes = PyTuple_New(total),
+             *index_keys = PyTuple_New(total), *ids = PyList_New(total);
     PyObject *result = NULL, *topic = NULL, *born_host = NULL;
     message *m = PyMem_Malloc(sizeof(message));
     unsigned char *out = NULL;
@@ -318,7 +332,8 @@ static PyObject *py_send_scan(PyObject *self, PyObject *const *args, Py_ssize_t 
         } else if (m->topic_raw.n != first_topic.n || memcmp(m->topic_raw.p, first_topic.p, (size_t)first_topic.n)) {
             goto declined;
         }
-        count++;
+        if (++count > total) /* not reached: the walk above read the same fields */
+            goto declined;
         /* body, id, tag, keys: the checks check_lean and the lane make, taken only when they pass */
         if (m->body.n == 0 || m->body.n > body_max)
             goto declined;
@@ -405,35 +420,33 @@ static PyObject *py_send_scan(PyObject *self, PyObject *const *args, Py_ssize_t 
                 PyTuple_SET_ITEM(keys_tuple, k, key_str);
             }
         }
-        if (!bad) {
-            Py_INCREF(id);
-            PyTuple_SET_ITEM(keys_tuple, m->nkeys, id);
-            bad = PyList_Append(bodies, body) < 0 || PyList_Append(properties, encoded) < 0
-                  || PyList_Append(codes, coded) < 0 || PyList_Append(index_keys, keys_tuple) < 0
-                  || PyList_Append(ids, id) < 0;
-        }
-        Py_XDECREF(body);
-        Py_XDECREF(encoded);
-        Py_XDECREF(id);
-        Py_XDECREF(keys_tuple);
-        if (bad)
+        if (bad) {
+            Py_XDECREF(body);
+            Py_XDECREF(encoded);
+            Py_XDECREF(id);
+            Py_XDECREF(keys_tuple);
             goto error;
+        }
+        /* the slots take the references (count <= total, checked above) */
+        Py_INCREF(id);
+        PyTuple_SET_ITEM(keys_tuple, m->nkeys, id);
+        Py_INCREF(coded);
+        PyTuple_SET_ITEM(bodies, count - 1, body);
+        PyTuple_SET_ITEM(properties, count - 1, encoded);
+        PyTuple_SET_ITEM(codes, count - 1, coded);
+        PyTuple_SET_ITEM(index_keys, count - 1, keys_tuple);
+        PyList_SET_ITEM(ids, count - 1, id);
         body_total += (long long)m->body.n;
         pos = whole.p - d + whole.n;
     }
     {
-        PyObject *b = PyList_AsTuple(bodies), *p = PyList_AsTuple(properties), *c = PyList_AsTuple(codes),
-                 *k = PyList_AsTuple(index_keys), *n = PyLong_FromLongLong(body_total);
+        PyObject *n = PyLong_FromLongLong(body_total);
         PyObject *scan = NULL;
-        if (b && p && c && k && n)
-            scan = PyTuple_Pack(6, b, p, c, k, ids, n);
+        if (n)
+            scan = PyTuple_Pack(6, bodies, properties, codes, index_keys, ids, n);
         if (scan != NULL)
             result = PyTuple_Pack(3, topic, born_host, scan);
         Py_XDECREF(scan);
-        Py_XDECREF(b);
-        Py_XDECREF(p);
-        Py_XDECREF(c);
-        Py_XDECREF(k);
         Py_XDECREF(n);
     }
     goto done;
