@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from txmq.broker.transaction.history import ENCODING_VERSION, EventKind, TxnEvent, quoted
+from txmq.broker.transaction.history import ENCODING_VERSION, EventKind, TxnEvent
 from txmq.broker.transaction.model import Decision, DecisionSource
 
 
@@ -49,11 +49,3 @@ def test_encode_is_the_json_document(event: TxnEvent) -> None:
     data = event.encode()
     assert data == reference(event)
     assert TxnEvent.decode(data) == event
-
-
-@given(st.text() | st.sampled_from(["", "a\x7fb", "\u2028", "\x1f", "tab\there", "é☃", '"', "\\", "\ud800"]))
-def test_quoted_is_the_json_encoders_string(text: str) -> None:
-    """``history.quoted`` skips the encoder for a printable text without quote or backslash: always
-    the literal ``json.encoder.encode_basestring`` and ``json.dumps(..., ensure_ascii=False)`` write."""
-    assert quoted(text) == json.encoder.encode_basestring(text)
-    assert quoted(text) == json.dumps(text, ensure_ascii=False)

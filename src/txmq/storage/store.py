@@ -891,7 +891,7 @@ def _check_topic(topic: str) -> None:
 def _check_fields(topic: str, f: codec.RecordFields) -> None:
     """The checks on a record's fields (built by :func:`_validate` or by a writer itself)."""
     _check_topic(topic)
-    if f.topic != _topic_bytes(topic):
+    if f.topic != topic.encode():
         raise InvalidArgument(f"record fields name topic {f.topic[:300]!r}, not {topic[:300]!r}")
     if not 0 <= f.queue_id <= limits.queue_id_max:
         raise InvalidArgument(f"queue id {f.queue_id} is outside [0, {limits.queue_id_max}]")

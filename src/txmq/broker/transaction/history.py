@@ -91,15 +91,6 @@ class TxnEvent:
             raise errors.CorruptRecord(f"transaction event is malformed: {exc!r}") from None
 
 
-def quoted(text: str) -> str:
-    """``text`` as a JSON string literal, as ``json.encoder.encode_basestring`` (``json.dumps(...,
-    ensure_ascii=False)``) writes it: a printable text without ``"`` or ``\\`` (nothing that escapes:
-    control characters are not printable) only wrapped in quotes, without a call into the encoder."""
-    if text.isprintable() and '"' not in text and "\\" not in text:
-        return '"' + text + '"'
-    return _quote(text)
-
-
 def encode_event(
     kind: EventKind,
     transaction_id: str,
@@ -112,15 +103,15 @@ def encode_event(
     """:meth:`TxnEvent.encode` of the event with these fields, for a caller that holds them (the
     decision: no attribute reads on the event). An enum's ``_value_`` (its value, a plain attribute)
     rather than the ``value`` property (interpreted): this runs once per decision."""
-    text = f'{{"v":{ENCODING_VERSION},"kind":"{kind._value_}","txid":{quoted(transaction_id)},"at":{at_ms}'
+    text = f'{{"v":{ENCODING_VERSION},"kind":"{kind._value_}","txid":{_quote(transaction_id)},"at":{at_ms}'
     if source is not None:
         text += f',"source":"{source._value_}"'
     if client is not None:
-        text += f',"client":{quoted(client)}'
+        text += f',"client":{_quote(client)}'
     if decision is not None:
         text += f',"decision":"{decision._value_}"'
     if detail:
-        text += f',"detail":{quoted(detail)}'
+        text += f',"detail":{_quote(detail)}'
     return (text + "}").encode()
 
 
