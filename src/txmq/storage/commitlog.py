@@ -347,28 +347,36 @@ class CommitLog:
         if fill + total > len(self._buf):
             self._ensure_room(total)
         buf, store_host, queue_next = self._buf, self.store_host, self.queue_next
-        taken: dict[tuple[str, int], int] = {}
+        keys: list[tuple[str, int]] = []
         queue_offsets: list[int] = []
         position, physical = fill, start
         for i in range(len(batch)):
             topic, fields = batch[i]
             size = sizes[i]
             key = (topic, fields.queue_id)
-            queue_offset = taken.get(key, -1)
+            queue_offset = -1
+            j = i - 1
+            while j >= 0:  # the last earlier record of the batch in this queue: a few records, no dict
+                if keys[j] == key:
+                    queue_offset = queue_offsets[j] + 1
+                    break
+                j -= 1
             if queue_offset < 0:
                 queue_offset = queue_next.get(key, 0)
             codec.encode_into(buf, position, fields, store_host=store_host, queue_offset=queue_offset,
                               physical_offset=physical, store_timestamp_ms=now_ms)  # fmt: skip
-            taken[key] = queue_offset + 1
+            keys.append(key)
             queue_offsets.append(queue_offset)
             position += size
             physical += size
-        # every record is encoded: only now take the queue offsets and the bytes (an error leaves no gap)
+        # every record is encoded: only now take the queue offsets and the bytes (an error leaves no gap);
+        # record by record, a queue's group base before its first record's offset, its next after its last
         group_base = self._group_queue_base
-        for key in taken:
+        for i in range(len(keys)):
+            key = keys[i]
             if key not in group_base:
                 group_base[key] = queue_next.get(key, 0)
-        queue_next.update(taken)
+            queue_next[key] = queue_offsets[i] + 1
         self._fill = fill + total
         self.write_offset = start + total
         results: list[AppendResult] = []

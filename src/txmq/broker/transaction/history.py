@@ -207,15 +207,17 @@ def step(record: TxnRecord, event: TxnEvent) -> TxnRecord:
         if record.state is not TxnState.PENDING:
             return record
         return replace(record, checks_delivered=record.checks_delivered + 1, last_check_ms=event.at_ms)
-    if kind is EventKind.DECISION and event.decision is not None:
-        outcome = apply_decision(record.state, event.decision, event.source or DecisionSource.PRODUCER)
+    decision = event.decision
+    if kind is EventKind.DECISION and decision is not None:
+        source = event.source  # each attribute read once: a frozen dataclass's are generic reads
+        outcome = apply_decision(record.state, decision, source or DecisionSource.PRODUCER)
         if not outcome.changed:
             return record
         # replace(record, state=..., decided_ms=..., decided_by=...) written out, positional (state,
         # stored_ms, checks_delivered, last_check_ms, decided_ms, decided_by, conflicts): once per transaction
         return new_record(
             outcome.state, record.stored_ms, record.checks_delivered, record.last_check_ms, event.at_ms,
-            event.source, record.conflicts,
+            source, record.conflicts,
         )  # fmt: skip
     if kind is EventKind.CONFLICT:
         return replace(record, conflicts=record.conflicts + 1)
