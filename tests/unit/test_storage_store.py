@@ -109,6 +109,10 @@ BAD = [
     (PutRequest("T", 0, b"x", b"a" * (limits.properties_bytes_max + 1)), PropertiesTooLarge),
     (PutRequest("T", 0, b"x", b"K\x01\xff\xfe\x02"), InvalidProperty),
     (PutRequest("T", 0, b"x", flag=2**40), InvalidArgument),
+    (PutRequest("T", 0, b"x", tags_code=2**63), InvalidArgument),
+    (PutRequest("T", 0, b"x", born_timestamp_ms=-(2**63) - 1), InvalidArgument),
+    (PutRequest("T", 0, b"x", prepared_transaction_offset=2**63), InvalidArgument),
+    (PutRequest("T", 0, b"x", "K\x01caf\xe9\x02".encode("latin-1")), InvalidProperty),  # not UTF-8
 ]
 
 
@@ -258,3 +262,23 @@ def test_checkpoint_of_an_idle_store_writes_nothing(tmp_path: Path) -> None:
     store.checkpoint()
     saved = load_checkpoint(OsFileSystem(), str(tmp_path))
     assert saved is not None and saved.dispatched_offset == store.dispatched_offset > 0
+
+
+@pytest.mark.parametrize("wide", [2**62 - 1, 2**62, 2**63 - 1, -(2**62), -(2**62) - 1, -(2**63)])
+def test_64_bit_fields_at_their_limits_and_utf8_properties_are_stored(tmp_path: Path, wide: int) -> None:
+    """``_check_fields`` tests the 64-bit fields against narrower bounds first: a value past them
+    (up to the on-disk width) still goes through the exact test and is stored; properties that are
+    UTF-8 but not ASCII are accepted as before, by every put path."""
+    store = MessageStore.open(StoreConfig(data_dir=str(tmp_path), segment_bytes=64 * 1024))
+    properties = "KEYS\x01caf\u00e9 \u2603\x02".encode()
+    request = PutRequest(
+        "T", 0, b"x", properties, tags_code=wide, born_timestamp_ms=wide, prepared_transaction_offset=wide
+    )
+    first = store.put_nowait(request)[0]
+    fields = MessageStore.fields_of(request)
+    appended, _ = store.put_fields_nowait([fields, fields])
+    store.flush()
+    for offset in (first.physical_offset, appended[0].physical_offset, appended[1].physical_offset):
+        record = store.read(offset)
+        assert (record.tags_code, record.born_timestamp_ms, record.prepared_transaction_offset) == (wide,) * 3
+        assert record.properties == properties

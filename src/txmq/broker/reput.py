@@ -12,6 +12,7 @@ from typing import Final
 from txmq.broker.filtering import tag_hash
 from txmq.common import limits
 from txmq.common import properties as props
+from txmq.common.fastinit import tuple_maker
 from txmq.common.message import SysFlag
 from txmq.storage.api import PutRequest, RecordFields, StoredRecord, StoredTuple
 
@@ -26,7 +27,6 @@ _REAL_TOPIC_PAIR = props.REAL_TOPIC.encode() + _SEP  # how a half's routing tail
 _HALF_TAIL: Final = (f"{props.REAL_TOPIC}\x01", f"\x02{props.REAL_QUEUE_ID}\x01", f"\x02{props.TRAN_MSG}\x01")
 # to_real_topic's sys_flag for a commit (the flag's commit bits are cleared; the offset stays)
 _COMMITTED_SYS_FLAG = int(SysFlag.TRANSACTION_COMMIT & ~SysFlag.TRANSACTION_ROLLBACK)
-_new_tuple = tuple.__new__
 
 
 def real_destination(decoded: dict[str, str], record: StoredRecord) -> tuple[str, int]:
@@ -109,13 +109,10 @@ def committed_fields(
             copied.pop(key, None)
         copied[props.TRANSACTION_ID] = transaction_id
         properties = props.encode(copied)
-    fields: RecordFields = _new_tuple(
-        RecordFields,
-        (
-            topic.encode(), queue_id, half.body, properties, tag_hash(decoded.get(props.TAGS)), half.flag,
-            _COMMITTED_SYS_FLAG, half.born_timestamp_ms, half.born_host.encode(), half.reconsume_times,
-            half.physical_offset, index_keys,
-        ),
+    fields: RecordFields = _MAKE_RECORD_FIELDS(
+        topic.encode(), queue_id, half.body, properties, tag_hash(decoded.get(props.TAGS)), half.flag,
+        _COMMITTED_SYS_FLAG, half.born_timestamp_ms, half.born_host.encode(), half.reconsume_times,
+        half.physical_offset, index_keys,
     )  # fmt: skip
     return topic, fields
 
@@ -162,3 +159,8 @@ def spliced_properties(data: bytes, decoded: dict[str, str], transaction_id: str
     else:
         text += _TXID_PAIR + value + _END
     return text[1:]
+
+
+# NamedTuples made per message by one C call each (fastinit.tuple_maker: tuple.__new__'s object without
+# the class's interpreted __new__ and without an argument tuple); Final: compiled code reads C statics
+_MAKE_RECORD_FIELDS: Final = tuple_maker(RecordFields)

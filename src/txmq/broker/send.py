@@ -25,6 +25,7 @@ from txmq.broker.topics import TopicConfig, TopicRegistry
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.clock import Clock
+from txmq.common.fastinit import tuple_maker
 from txmq.common.message import (
     LeanMessage,
     Message,
@@ -89,7 +90,6 @@ def offset_ids(prefix: str, offsets: Sequence[int]) -> list[str]:
     return list(map(prefix.__add__, _hex16s(offsets)))
 
 
-_new_tuple = tuple.__new__
 # the properties the lane sets after the user's (a user property of one of these names is unusual: a
 # batch holding one goes message by message, where the dict keeps the first position)
 _LANE_SET_KEYS = frozenset(
@@ -250,15 +250,12 @@ class SendService:
         if message.delivery_timestamp_ms is not None and deliver_ms is not None:
             properties[props.TIMER_DELIVER_MS] = str(deliver_ms)
         self._half_properties(topic.name, queue_id, properties, ctx)
-        fields: RecordFields = _new_tuple(
-            RecordFields,
-            (
-                _HALF_TOPIC_BYTES, 0, body, props.encode(properties), now, 0, _PREPARED, now,
-                ctx.born_host.encode(), 0, 0, keys_of(properties),
-            ),
+        fields: RecordFields = _MAKE_RECORD_FIELDS(
+            _HALF_TOPIC_BYTES, 0, body, props.encode(properties), now, 0, _PREPARED, now,
+            ctx.born_host.encode(), 0, 0, keys_of(properties),
         )  # fmt: skip
         appended, durable = self._store.put_record_nowait(names.HALF_TOPIC, fields, shared)
-        half: HalfAppend = _new_tuple(HalfAppend, (topic, fields, properties, appended, durable, -1))
+        half: HalfAppend = _MAKE_HALF_APPEND(topic, fields, properties, appended, durable, -1)
         return half
 
     def half_lane_append(
@@ -335,15 +332,12 @@ class SendService:
         elif group and name.isascii():  # the text ends with the routing pairs (its queue id: digits)
             cut = len(data) - len(name) - len(queue) - _HALF_TAIL_FIXED
         keys.append(message_id)  # records.keys_of(record): the keys, then the message id
-        fields: RecordFields = _new_tuple(
-            RecordFields,
-            (
-                _HALF_TOPIC_BYTES, 0, body, data, now, 0, _PREPARED, now, ctx.born_host.encode(), 0, 0,
-                tuple(keys),
-            ),
+        fields: RecordFields = _MAKE_RECORD_FIELDS(
+            _HALF_TOPIC_BYTES, 0, body, data, now, 0, _PREPARED, now, ctx.born_host.encode(), 0, 0,
+            tuple(keys),
         )  # fmt: skip
         appended, durable = self._store.put_record_nowait(names.HALF_TOPIC, fields, True)
-        half: HalfAppend = _new_tuple(HalfAppend, (topic, fields, record, appended, durable, cut))
+        half: HalfAppend = _MAKE_HALF_APPEND(topic, fields, record, appended, durable, cut)
         return half
 
     def half_answer_fields(self, half: HalfAppend) -> tuple[str, int]:
@@ -544,16 +538,15 @@ class SendService:
             encoded = props.encode(properties)
             keys = (*message.keys, message_id)
             code = tag_hash(tags)
-            # tuple.__new__: a NamedTuple's own __new__ is interpreted Python, a call per message
-            record: RecordFields = _new_tuple(
-                RecordFields,
-                (topic_bytes, queue_id, message.body, encoded, code, 0, 0, now, born_host, 0, 0, keys),
+            # one C call (_MAKE_RECORD_FIELDS): a NamedTuple's own __new__ is interpreted Python, per message
+            record: RecordFields = _MAKE_RECORD_FIELDS(
+                topic_bytes, queue_id, message.body, encoded, code, 0, 0, now, born_host, 0, 0, keys
             )
             records.append(record)
             message_ids.append(message_id)
         assert topic is not None
         appended, durable = self._store.put_records_columns(topic_name, records, shared)
-        lane: LaneAppend = _new_tuple(LaneAppend, (topic.name, records, appended, message_ids, durable))
+        lane: LaneAppend = _MAKE_LANE_APPEND(topic.name, records, appended, message_ids, durable)
         return lane
 
     def lane_answer(self, lane: LaneAppend) -> tuple[str, int, int]:
@@ -795,14 +788,13 @@ class SendService:
             return None
         topic, queue_id = placed
         now = self._clock.now_ms()
-        record: RecordFields = _new_tuple(
-            RecordFields,
-            (topic_name.encode(), queue_id, bodies[0], encoded[0], tags_codes[0], 0, 0, now,
-             ctx.born_host.encode(), 0, 0, index_keys[0]),
+        record: RecordFields = _MAKE_RECORD_FIELDS(
+            topic_name.encode(), queue_id, bodies[0], encoded[0], tags_codes[0], 0, 0, now,
+            ctx.born_host.encode(), 0, 0, index_keys[0],
         )  # fmt: skip
         records = [record]
         appended, durable = self._store.put_records_columns(topic_name, records, shared)
-        lane: LaneAppend = _new_tuple(LaneAppend, (topic.name, records, appended, message_ids, durable))
+        lane: LaneAppend = _MAKE_LANE_APPEND(topic.name, records, appended, message_ids, durable)
         return lane
 
     def _lane_results(self, sent: LaneSent) -> list[SendResult]:
@@ -1064,3 +1056,10 @@ def decode_recall_handle(handle: str) -> tuple[str, int, int, int]:
 
 
 MESSAGE_TYPES_ROUTED = (MessageType.NORMAL, MessageType.FIFO, MessageType.DELAY, MessageType.TRANSACTION)
+
+
+# NamedTuples made per message by one C call each (fastinit.tuple_maker: tuple.__new__'s object without
+# the class's interpreted __new__ and without an argument tuple); Final: compiled code reads C statics
+_MAKE_RECORD_FIELDS: Final = tuple_maker(RecordFields)
+_MAKE_HALF_APPEND: Final = tuple_maker(HalfAppend)
+_MAKE_LANE_APPEND: Final = tuple_maker(LaneAppend)

@@ -2,6 +2,8 @@
  *
  *   maker(cls, names) -> Maker
  *   Maker(*values) -> cls instance
+ *   tuple_maker(cls, count) -> TupleMaker
+ *   TupleMaker(*values) -> cls instance (a tuple subclass: a NamedTuple)
  *
  * Maker(v0, v1, ...) gives what the reference (common/fastinit.slot_maker_py) gives:
  * object.__new__(cls), then cls.__dict__[names[i]].__set__(obj, values[i]) for each i, in order. No
@@ -15,7 +17,14 @@
  * instance). Anything else is a TypeError at maker() time: the caller then keeps the reference.
  * A call with another number of values, or with keywords, is a TypeError and makes nothing.
  * A new instance's slots are empty (tp_alloc zeroes it), so each store takes a new reference and
- * drops none, as PyMember_SetOne does on an empty slot. Written for txmq; no code copied.
+ * drops none, as PyMember_SetOne does on an empty slot.
+ *
+ * TupleMaker(v0, v1, ...) gives what the reference (common/fastinit.tuple_maker_py) gives:
+ * tuple.__new__(cls, (v0, v1, ...)) for a tuple subclass cls, without the class's own __new__ (a
+ * NamedTuple's is interpreted Python) and without the argument tuple tuple.__new__ copies: the
+ * instance is allocated by cls's tp_alloc with count items, each item a new reference to its value,
+ * and GC-tracked as tuple.__new__ leaves it. A call with another number of values, or with
+ * keywords, is a TypeError and makes nothing. Written for txmq; no code copied.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -441,11 +450,101 @@ fail:
     return NULL;
 }
 
+/* ---- TupleMaker: a NamedTuple made from its values ---------------------------------------------------- */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyTypeObject *type;
+    Py_ssize_t count;
+} TupleMaker;
+
+static PyObject *tuple_maker_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                        PyObject *kwnames)
+{
+    TupleMaker *self = (TupleMaker *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) {
+        PyErr_Format(PyExc_TypeError, "%s maker takes no keyword arguments", self->type->tp_name);
+        return NULL;
+    }
+    if (nargs != self->count) {
+        PyErr_Format(PyExc_TypeError, "%s maker takes %zd values, %zd given", self->type->tp_name,
+                     self->count, nargs);
+        return NULL;
+    }
+    PyObject *obj = self->type->tp_alloc(self->type, nargs);
+    if (obj == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *value = args[i];
+        Py_INCREF(value);
+        PyTuple_SET_ITEM(obj, i, value);
+    }
+    if (!PyObject_GC_IsTracked(obj))
+        PyObject_GC_Track(obj);
+    return obj;
+}
+
+static void tuple_maker_dealloc(PyObject *op)
+{
+    Py_XDECREF(((TupleMaker *)op)->type);
+    Py_TYPE(op)->tp_free(op);
+}
+
+static PyObject *tuple_maker_repr(PyObject *op)
+{
+    return PyUnicode_FromFormat("<tuple maker of %s, %zd items>", ((TupleMaker *)op)->type->tp_name,
+                                ((TupleMaker *)op)->count);
+}
+
+static PyTypeObject TupleMakerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "txmq.common._slots.TupleMaker",
+    .tp_basicsize = sizeof(TupleMaker),
+    .tp_dealloc = tuple_maker_dealloc,
+    .tp_vectorcall_offset = offsetof(TupleMaker, vectorcall),
+    .tp_repr = tuple_maker_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Makes an instance of one tuple subclass from the arguments, as tuple.__new__(cls, args).",
+};
+
+static PyObject *py_tuple_maker(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2 || !PyType_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "tuple_maker(cls, count): a class and an int");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)args[0];
+    Py_ssize_t count = PyLong_AsSsize_t(args[1]);
+    if (count == -1 && PyErr_Occurred())
+        return NULL;
+    /* what tuple.__new__(cls, ...) takes and makes: a GC tuple subtype, items allocated by tp_alloc */
+    if (type == &PyTuple_Type || !PyType_IsSubtype(type, &PyTuple_Type) || type->tp_alloc == NULL ||
+        !PyType_IS_GC(type) || type->tp_itemsize != PyTuple_Type.tp_itemsize || count < 0 ||
+        (type->tp_flags & Py_TPFLAGS_IS_ABSTRACT)) {
+        PyErr_Format(PyExc_TypeError, "_slots.tuple_maker: %s is not a tuple subclass it can make",
+                     type->tp_name);
+        return NULL;
+    }
+    TupleMaker *self = PyObject_New(TupleMaker, &TupleMakerType);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = tuple_maker_vectorcall;
+    Py_INCREF(type);
+    self->type = type;
+    self->count = count;
+    return (PyObject *)self;
+}
+
 static PyMethodDef methods[] = {
     {"maker", (PyCFunction)(void (*)(void))py_maker, METH_FASTCALL,
      "maker(cls, names): a callable making cls instances with the named slots set from its arguments."},
     {"initializer", (PyCFunction)(void (*)(void))py_initializer, METH_FASTCALL,
      "initializer(cls, names, specs, reference, marker): a slot_init class's __init__ in C."},
+    {"tuple_maker", (PyCFunction)(void (*)(void))py_tuple_maker, METH_FASTCALL,
+     "tuple_maker(cls, count): a callable making cls (a tuple subclass) instances of its count arguments."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -456,7 +555,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__slots(void)
 {
-    if (PyType_Ready(&MakerType) < 0 || PyType_Ready(&InitType) < 0)
+    if (PyType_Ready(&MakerType) < 0 || PyType_Ready(&InitType) < 0 ||
+        PyType_Ready(&TupleMakerType) < 0)
         return NULL;
     return PyModule_Create(&module);
 }

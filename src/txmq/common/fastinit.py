@@ -124,3 +124,31 @@ def slot_maker(cls: type[T], names: tuple[str, ...]) -> Callable[..., T]:
     except (ImportError, TypeError):
         return slot_maker_py(cls, names)
     return maker
+
+
+def tuple_maker_py(cls: type[T], count: int) -> Callable[..., T]:
+    """The reference of :func:`tuple_maker`: ``maker(*values)`` is ``tuple.__new__(cls, values)``
+    (the class's own ``__new__`` not run), for exactly ``count`` values."""
+    new = tuple.__new__
+
+    def make(*values: Any) -> T:
+        if len(values) != count:
+            raise TypeError(f"{cls.__name__} maker takes {count} values, {len(values)} given")
+        made: T = new(cls, values)  # type: ignore[type-var]
+        return made
+
+    return make
+
+
+def tuple_maker(cls: type[T]) -> Callable[..., T]:
+    """A callable making a ``cls`` (a ``NamedTuple`` class) from its field values in order, as
+    ``tuple.__new__(cls, values)`` does (no interpreted ``NamedTuple.__new__``), for code that builds
+    one per message: with ``common/_slots.c`` built, one C call allocates the instance and stores its
+    items (no argument tuple copied); without it, or for a class it does not take,
+    :func:`tuple_maker_py`, the reference it is tested against (tests/property/test_slots_native.py)."""
+    count = len(cls._fields)  # type: ignore[attr-defined]
+    try:
+        maker: Callable[..., T] = importlib.import_module("txmq.common._slots").tuple_maker(cls, count)
+    except (ImportError, TypeError):
+        return tuple_maker_py(cls, count)
+    return maker

@@ -26,7 +26,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from txmq.common import limits
 from txmq.common.clock import Clock
@@ -38,6 +38,7 @@ from txmq.common.errors import (
     StorageError,
     StoreFenced,
 )
+from txmq.common.fastinit import tuple_maker
 from txmq.common.invariant import InvariantViolation, invariant
 from txmq.storage import codec
 from txmq.storage.api import AppendResult, StoredRecord
@@ -299,11 +300,18 @@ class CommitLog:
         self._fill = fill + size
         self.write_offset = start + size
         self.queue_next[key] = queue_offset + 1
-        # tuple.__new__: calling a NamedTuple class runs its interpreted __new__, twice per message here
-        self.pending.append(_new_tuple(DispatchEntry, (start, size, topic, fields.queue_id, queue_offset,
-                            fields.tags_code, now_ms, fields.properties, fields.index_keys)))  # fmt: skip
+        # one C call each (_MAKE_*: a NamedTuple class call runs its interpreted __new__), twice per message;
+        # the ints both take boxed once (object locals), not once per tuple
+        at: object = start
+        length: object = size
+        unit: object = queue_offset
+        stamp: object = now_ms
+        self.pending.append(_MAKE_DISPATCH_ENTRY(
+            at, length, topic, fields.queue_id, unit, fields.tags_code, stamp, fields.properties,
+            fields.index_keys,
+        ))  # fmt: skip
         segment.last_store_ms = now_ms
-        result: AppendResult = _new_tuple(AppendResult, (start, size, queue_offset, now_ms))
+        result: AppendResult = _MAKE_APPEND_RESULT(at, length, unit, stamp)
         return result
 
     def _append_few(self, batch: Sequence[tuple[str, codec.RecordFields]]) -> list[AppendResult]:
@@ -339,39 +347,53 @@ class CommitLog:
         if fill + total > len(self._buf):
             self._ensure_room(total)
         buf, store_host, queue_next = self._buf, self.store_host, self.queue_next
-        taken: dict[tuple[str, int], int] = {}
+        keys: list[tuple[str, int]] = []
         queue_offsets: list[int] = []
         position, physical = fill, start
         for i in range(len(batch)):
             topic, fields = batch[i]
             size = sizes[i]
             key = (topic, fields.queue_id)
-            queue_offset = taken.get(key, -1)
+            queue_offset = -1
+            j = i - 1
+            while j >= 0:  # the last earlier record of the batch in this queue: a few records, no dict
+                if keys[j] == key:
+                    queue_offset = queue_offsets[j] + 1
+                    break
+                j -= 1
             if queue_offset < 0:
                 queue_offset = queue_next.get(key, 0)
             codec.encode_into(buf, position, fields, store_host=store_host, queue_offset=queue_offset,
                               physical_offset=physical, store_timestamp_ms=now_ms)  # fmt: skip
-            taken[key] = queue_offset + 1
+            keys.append(key)
             queue_offsets.append(queue_offset)
             position += size
             physical += size
-        # every record is encoded: only now take the queue offsets and the bytes (an error leaves no gap)
+        # every record is encoded: only now take the queue offsets and the bytes (an error leaves no gap);
+        # record by record, a queue's group base before its first record's offset, its next after its last
         group_base = self._group_queue_base
-        for key in taken:
+        for i in range(len(keys)):
+            key = keys[i]
             if key not in group_base:
                 group_base[key] = queue_next.get(key, 0)
-        queue_next.update(taken)
+            queue_next[key] = queue_offsets[i] + 1
         self._fill = fill + total
         self.write_offset = start + total
         results: list[AppendResult] = []
         pending = self.pending
         physical = start
+        stamp: object = now_ms  # boxed once for every tuple below (object locals: no boxing per use)
         for i in range(len(batch)):
             topic, fields = batch[i]
-            size, queue_offset = sizes[i], queue_offsets[i]
-            pending.append(_new_tuple(DispatchEntry, (physical, size, topic, fields.queue_id, queue_offset,
-                           fields.tags_code, now_ms, fields.properties, fields.index_keys)))  # fmt: skip
-            result: AppendResult = _new_tuple(AppendResult, (physical, size, queue_offset, now_ms))
+            size = sizes[i]
+            at: object = physical
+            length: object = size
+            unit: object = queue_offsets[i]
+            pending.append(_MAKE_DISPATCH_ENTRY(
+                at, length, topic, fields.queue_id, unit, fields.tags_code, stamp, fields.properties,
+                fields.index_keys,
+            ))  # fmt: skip
+            result: AppendResult = _MAKE_APPEND_RESULT(at, length, unit, stamp)
             results.append(result)
             physical += size
         segment.last_store_ms = now_ms
@@ -670,3 +692,9 @@ class CommitLog:
             raise StorageError(f"physical offset {physical_offset} is not in the log")
         header = segment.handle.read_at(physical_offset - segment.base, codec.HEADER_BYTES)
         return int(codec.HEADER.unpack(header)[9])
+
+
+# NamedTuples made per message by one C call each (fastinit.tuple_maker: tuple.__new__'s object without
+# the class's interpreted __new__ and without an argument tuple); Final: compiled code reads C statics
+_MAKE_DISPATCH_ENTRY: Final = tuple_maker(DispatchEntry)
+_MAKE_APPEND_RESULT: Final = tuple_maker(AppendResult)

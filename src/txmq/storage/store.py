@@ -43,6 +43,7 @@ from txmq.common.errors import (
     StorageError,
     StoreFenced,
 )
+from txmq.common.fastinit import tuple_maker
 from txmq.storage import codec
 from txmq.storage.api import (
     AppendResult,
@@ -436,14 +437,10 @@ class MessageStore:
             if self._closed:
                 raise StorageError("the store is closed")
             result = self._log.append_one(topic, records[0])
-            # tuple.__new__: a NamedTuple's own __new__ is interpreted Python, a call per message
-            columns_one = (
-                (result.physical_offset,),
-                (result.size,),
-                (result.queue_offset,),
-                result.store_timestamp_ms,
+            # one C call (a NamedTuple's own __new__ is interpreted Python, a call per message)
+            appended: BatchAppend = _MAKE_BATCH_APPEND(
+                (result.physical_offset,), (result.size,), (result.queue_offset,), result.store_timestamp_ms
             )
-            appended: BatchAppend = _new_tuple(BatchAppend, columns_one)
             return appended, self._durable(result.physical_offset + result.size, shared)
         return self.put_columns(topic, codec.columns(records))
 
@@ -875,14 +872,11 @@ _VALID_TOPICS_MAX = 100_000
 def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:
     """Reject bad input with a specific error before anything is written."""
     _check_topic(req.topic)
-    # tuple.__new__: a NamedTuple's own __new__ is interpreted Python
-    fields: codec.RecordFields = _new_tuple(
-        codec.RecordFields,
-        (
-            req.topic.encode(), req.queue_id, req.body, req.properties, req.tags_code, req.flag,
-            req.sys_flag, req.born_timestamp_ms, req.born_host.encode(), req.reconsume_times,
-            req.prepared_transaction_offset, req.index_keys,
-        ),
+    # one C call (_MAKE_RECORD_FIELDS): a NamedTuple's own __new__ is interpreted Python
+    fields: codec.RecordFields = _MAKE_RECORD_FIELDS(
+        req.topic.encode(), req.queue_id, req.body, req.properties, req.tags_code, req.flag,
+        req.sys_flag, req.born_timestamp_ms, req.born_host.encode(), req.reconsume_times,
+        req.prepared_transaction_offset, req.index_keys,
     )  # fmt: skip
     _check_fields(req.topic, fields)
     return req.topic, fields
@@ -912,12 +906,24 @@ def _check_fields(topic: str, f: codec.RecordFields) -> None:
         raise MessageTooLarge("message body", len(f.body), limits.body_bytes_max)
     if len(f.properties) > limits.properties_bytes_max:
         raise PropertiesTooLarge("properties", len(f.properties), limits.properties_bytes_max)
-    try:
-        f.properties.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidProperty(f"properties are not valid UTF-8: {exc}") from None
+    if not f.properties.isascii():  # ASCII is UTF-8: no throw-away str for the usual properties
+        try:
+            f.properties.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidProperty(f"properties are not valid UTF-8: {exc}") from None
     if len(f.born_host) > 255:
         raise InvalidArgument(f"born_host is {len(f.born_host)} bytes, over 255")
+    # the 64-bit fields first against bounds a compiled int compares inline (a 2**63 bound is a long:
+    # a rich compare per test, six per record); only a value outside them takes the exact test below
+    if (
+        -_I32 <= f.flag < _I32
+        and -_I32 <= f.sys_flag < _I32
+        and -_I32 <= f.reconsume_times < _I32
+        and -_SHORT <= f.tags_code <= _SHORT
+        and -_SHORT <= f.born_timestamp_ms <= _SHORT
+        and -_SHORT <= f.prepared_transaction_offset <= _SHORT
+    ):
+        return
     if not (
         -_I32 <= f.flag < _I32
         and -_I32 <= f.sys_flag < _I32
@@ -1022,3 +1028,9 @@ def _position_status(queue_offset: int, low: int, high: int) -> ReadStatus | Non
     if queue_offset > high:
         return ReadStatus.OFFSET_OVERFLOW
     return None
+
+
+# NamedTuples made per message by one C call each (fastinit.tuple_maker: tuple.__new__'s object without
+# the class's interpreted __new__ and without an argument tuple); Final: compiled code reads C statics
+_MAKE_RECORD_FIELDS: Final = tuple_maker(codec.RecordFields)
+_MAKE_BATCH_APPEND: Final = tuple_maker(BatchAppend)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
 
 from txmq.common import errors
-from txmq.common.fastinit import slot_init
+from txmq.common.fastinit import slot_init, slot_maker
 
 from .model import Decision, DecisionSource, TxnState, apply_decision
 
@@ -147,27 +147,17 @@ class TxnRecord:
 
 
 # A TxnEvent or TxnRecord built per decision without its interpreted ``__init__`` (slot_init's: an
-# interpreted frame calling one slot setter per field): the object made bare and each field stored
-# through its slot's own setter, as that ``__init__`` does, from compiled code. Same fields, so an
-# equal object (tests/property/test_txn_fast_init.py).
+# interpreted frame calling one slot setter per field): ``fastinit.slot_maker``'s maker stores each
+# field in its slot in one C call (``common/_slots.c``; the slot setters one by one without it), as
+# that ``__init__`` does. Same fields, so an equal object (tests/property/test_txn_fast_init.py).
 # Final: compiled code reads them from C statics, not the module's dict.
-_bare: Final = object.__new__
-_EVENT_SET: Final = tuple(TxnEvent.__dict__[name].__set__ for name in TxnEvent.__slots__)
-_RECORD_SET: Final = tuple(TxnRecord.__dict__[name].__set__ for name in TxnRecord.__slots__)
-_E_KIND: Final = _EVENT_SET[0]
-_E_TXID: Final = _EVENT_SET[1]
-_E_AT: Final = _EVENT_SET[2]
-_E_SOURCE: Final = _EVENT_SET[3]
-_E_CLIENT: Final = _EVENT_SET[4]
-_E_DECISION: Final = _EVENT_SET[5]
-_E_DETAIL: Final = _EVENT_SET[6]
-_R_STATE: Final = _RECORD_SET[0]
-_R_STORED: Final = _RECORD_SET[1]
-_R_CHECKS: Final = _RECORD_SET[2]
-_R_LAST_CHECK: Final = _RECORD_SET[3]
-_R_DECIDED: Final = _RECORD_SET[4]
-_R_BY: Final = _RECORD_SET[5]
-_R_CONFLICTS: Final = _RECORD_SET[6]
+_MAKE_EVENT: Final = slot_maker(
+    TxnEvent, ("kind", "transaction_id", "at_ms", "source", "producer_client_id", "decision", "detail")
+)
+_MAKE_RECORD: Final = slot_maker(
+    TxnRecord,
+    ("state", "stored_ms", "checks_delivered", "last_check_ms", "decided_ms", "decided_by", "conflicts"),
+)
 
 
 def new_event(
@@ -180,14 +170,7 @@ def new_event(
     detail: str,
 ) -> TxnEvent:
     """``TxnEvent(kind, transaction_id, at_ms, source, producer_client_id, decision, detail)``."""
-    event: TxnEvent = _bare(TxnEvent)
-    _E_KIND(event, kind)
-    _E_TXID(event, transaction_id)
-    _E_AT(event, at_ms)
-    _E_SOURCE(event, source)
-    _E_CLIENT(event, producer_client_id)
-    _E_DECISION(event, decision)
-    _E_DETAIL(event, detail)
+    event: TxnEvent = _MAKE_EVENT(kind, transaction_id, at_ms, source, producer_client_id, decision, detail)
     return event
 
 
@@ -201,14 +184,9 @@ def new_record(
     conflicts: int,
 ) -> TxnRecord:
     """``TxnRecord(state, stored_ms, checks_delivered, last_check_ms, decided_ms, decided_by, conflicts)``."""
-    record: TxnRecord = _bare(TxnRecord)
-    _R_STATE(record, state)
-    _R_STORED(record, stored_ms)
-    _R_CHECKS(record, checks_delivered)
-    _R_LAST_CHECK(record, last_check_ms)
-    _R_DECIDED(record, decided_ms)
-    _R_BY(record, decided_by)
-    _R_CONFLICTS(record, conflicts)
+    record: TxnRecord = _MAKE_RECORD(
+        state, stored_ms, checks_delivered, last_check_ms, decided_ms, decided_by, conflicts
+    )
     return record
 
 
@@ -229,15 +207,17 @@ def step(record: TxnRecord, event: TxnEvent) -> TxnRecord:
         if record.state is not TxnState.PENDING:
             return record
         return replace(record, checks_delivered=record.checks_delivered + 1, last_check_ms=event.at_ms)
-    if kind is EventKind.DECISION and event.decision is not None:
-        outcome = apply_decision(record.state, event.decision, event.source or DecisionSource.PRODUCER)
+    decision = event.decision
+    if kind is EventKind.DECISION and decision is not None:
+        source = event.source  # each attribute read once: a frozen dataclass's are generic reads
+        outcome = apply_decision(record.state, decision, source or DecisionSource.PRODUCER)
         if not outcome.changed:
             return record
         # replace(record, state=..., decided_ms=..., decided_by=...) written out, positional (state,
         # stored_ms, checks_delivered, last_check_ms, decided_ms, decided_by, conflicts): once per transaction
         return new_record(
             outcome.state, record.stored_ms, record.checks_delivered, record.last_check_ms, event.at_ms,
-            event.source, record.conflicts,
+            source, record.conflicts,
         )  # fmt: skip
     if kind is EventKind.CONFLICT:
         return replace(record, conflicts=record.conflicts + 1)

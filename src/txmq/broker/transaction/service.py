@@ -40,6 +40,7 @@ from txmq.broker.records import keys_of, split_host, to_view
 from txmq.broker.reput import committed_fields, to_real_topic
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
+from txmq.common.fastinit import tuple_maker
 from txmq.common.message import MessageView
 from txmq.storage.api import AppendResult, RecordFields, StoredRecord, StoredTuple
 
@@ -64,7 +65,6 @@ _END: Final = props.PROPERTY_SEPARATOR
 _OP_TOPIC_BYTES: Final = names.OP_HALF_TOPIC.encode()
 _HALF_TOPIC_BYTES: Final = names.HALF_TOPIC.encode()
 _OP_TAGS: Final = f"{props.TAGS}{_SEP}d{_END}"
-_new_tuple: Final = tuple.__new__
 
 
 _RESOLVED_MAX: Final = 65_536  # recently resolved halves remembered (far more than the index can lag)
@@ -204,16 +204,13 @@ class TransactionService:
             ids.clear()
         ids[transaction_id] = offset
         self._halves_bytes += size
-        # tuple.__new__: no interpreted __init__ (a StoredRecord's, a NamedTuple's __new__) per half
-        record: StoredTuple = _new_tuple(
-            StoredTuple,
-            (
-                appended.physical_offset, appended.size, names.HALF_TOPIC, fields.queue_id,
-                appended.queue_offset, fields.body, fields.properties, fields.tags_code, fields.flag,
-                fields.sys_flag, fields.born_timestamp_ms, fields.born_host.decode(),
-                appended.store_timestamp_ms, self._store_host, fields.reconsume_times,
-                fields.prepared_transaction_offset,
-            ),
+        # one C call: no interpreted __init__ (a StoredRecord's, a NamedTuple's __new__) per half
+        record: StoredTuple = _MAKE_STORED_TUPLE(
+            appended.physical_offset, appended.size, names.HALF_TOPIC, fields.queue_id,
+            appended.queue_offset, fields.body, fields.properties, fields.tags_code, fields.flag,
+            fields.sys_flag, fields.born_timestamp_ms, fields.born_host.decode(),
+            appended.store_timestamp_ms, self._store_host, fields.reconsume_times,
+            fields.prepared_transaction_offset,
         )  # fmt: skip
         halves[offset] = (record, properties, cut)
         return transaction_id
@@ -449,10 +446,8 @@ class TransactionService:
         else:
             records = [op]
         appended, durable = self._store.put_fields_nowait(records, shared)
-        # tuple.__new__: a NamedTuple's own __new__ is interpreted Python
-        pending: _Pending = _new_tuple(
-            _Pending, (durable, half_offset, event, appended[-1].queue_offset, error)
-        )
+        # one C call (_MAKE_PENDING): a NamedTuple's own __new__ is interpreted Python
+        pending: _Pending = _MAKE_PENDING(durable, half_offset, event, appended[-1].queue_offset, error)
         return pending
 
     def _committed_record(
@@ -506,13 +501,10 @@ class TransactionService:
         key = op_key(half_offset)
         # props.encode({KEYS: key, _HALF_PROPERTY: str(o), TAGS: "d"}), written out: digits only
         properties = f"{props.KEYS}{_SEP}{key}{_END}{_HALF_PROPERTY}{_SEP}{half_offset}{_END}{_OP_TAGS}"
-        fields: RecordFields = _new_tuple(
-            RecordFields,
-            (
-                _OP_TOPIC_BYTES, 0, event.encode() if body is None else body, properties.encode(), 0, 0, 0,
-                event.at_ms, b"", 0, 0,
-                (key,),  # index_keys: what records.index_keys finds in these properties
-            ),
+        fields: RecordFields = _MAKE_RECORD_FIELDS(
+            _OP_TOPIC_BYTES, 0, event.encode() if body is None else body, properties.encode(), 0, 0, 0,
+            event.at_ms, b"", 0, 0,
+            (key,),  # index_keys: what records.index_keys finds in these properties
         )  # fmt: skip
         return names.OP_HALF_TOPIC, fields
 
@@ -884,3 +876,10 @@ def _record_from(data: list[Any]) -> TxnRecord:
         last_check_ms=data[3],
         conflicts=int(data[4]),
     )
+
+
+# NamedTuples made per message by one C call each (fastinit.tuple_maker: tuple.__new__'s object without
+# the class's interpreted __new__ and without an argument tuple); Final: compiled code reads C statics
+_MAKE_STORED_TUPLE: Final = tuple_maker(StoredTuple)
+_MAKE_PENDING: Final = tuple_maker(_Pending)
+_MAKE_RECORD_FIELDS: Final = tuple_maker(RecordFields)

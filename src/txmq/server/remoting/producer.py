@@ -6,11 +6,12 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Coroutine
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from txmq.broker.send import HalfAppend, LaneAppend, LaneSent, SendContext, SendService, hex16
 from txmq.common import errors, limits, msgid
 from txmq.common import properties as props
+from txmq.common.fastinit import tuple_maker
 from txmq.common.message import LeanMessage, Message, SendResult
 from txmq.protocol.remoting.codes import (
     TRANSACTION_COMMIT_TYPE,
@@ -121,11 +122,8 @@ def send(
         # one NORMAL/FIFO message (batches take _send_batch): no transaction id, no recall handle
         return _lane_answer(request, sender, appended)
 
-    deferred: Deferred = _new_tuple(Deferred, (appended.durable, answer))  # no interpreted __new__
+    deferred: Deferred = _MAKE_DEFERRED(appended.durable, answer)  # no interpreted __new__
     return deferred
-
-
-_new_tuple = tuple.__new__
 
 
 def _load_lanescan() -> Any:
@@ -170,7 +168,7 @@ def _scanned_batch(
             return error_response(request, exc)
         return _batch_response(request, sent)
 
-    deferred: Deferred = _new_tuple(Deferred, (durable, answer))
+    deferred: Deferred = _MAKE_DEFERRED(durable, answer)
     return deferred
 
 
@@ -202,7 +200,7 @@ def _scanned_one(
             return error_response(request, exc)
         return _lane_answer(request, sender, appended)
 
-    deferred: Deferred = _new_tuple(Deferred, (appended.durable, answer))
+    deferred: Deferred = _MAKE_DEFERRED(appended.durable, answer)
     return deferred
 
 
@@ -259,7 +257,7 @@ def _half_answered(request: RemotingCommand, sender: SendService, half: HalfAppe
         offset_id, queue_id = sender.half_answer_fields(half)
         return encode_send_response(request, offset_id, queue_id, 0, offset_id)
 
-    deferred: Deferred = _new_tuple(Deferred, (half.durable, answer))
+    deferred: Deferred = _MAKE_DEFERRED(half.durable, answer)
     return deferred
 
 
@@ -349,12 +347,9 @@ def end_fields(ext: dict[str, str]) -> EndFields | None:
     ):
         return None
     check = ext.get("fromTransactionCheck")
-    fields: EndFields = _new_tuple(
-        EndFields,
-        (
-            int(decision), int(offset), msg_id, ext.get("topic") or "",
-            check is not None and check.lower() == "true", ext.get("transactionId") or "",
-        ),
+    fields: EndFields = _MAKE_END_FIELDS(
+        int(decision), int(offset), msg_id, ext.get("topic") or "",
+        check is not None and check.lower() == "true", ext.get("transactionId") or "",
     )  # fmt: skip
     return fields
 
@@ -378,12 +373,9 @@ def end_transaction(
     fields = end_fields(request.ext_fields)
     if fields is None:  # anything unusual: the header class reads it and words every error
         header = EndTransactionRequestHeader.from_command(request)
-        fields = _new_tuple(
-            EndFields,
-            (
-                header.commit_or_rollback, header.commit_log_offset, header.msg_id, header.topic or "",
-                header.from_transaction_check, header.transaction_id or "",
-            ),
+        fields = _MAKE_END_FIELDS(
+            header.commit_or_rollback, header.commit_log_offset, header.msg_id, header.topic or "",
+            header.from_transaction_check, header.transaction_id or "",
         )  # fmt: skip
     if fields.commit_or_rollback not in _DECISIONS:
         raise errors.InvalidArgument(f"commitOrRollback {fields.commit_or_rollback} is not 0, 8 or 12")
@@ -423,7 +415,7 @@ def end_transaction(
         # a oneway END (4.x clients, txmq's SDK) is never answered: the transport drops what this returns
         return _NO_ANSWER if request.is_oneway else encode_success_response(request)
 
-    deferred: Deferred = _new_tuple(Deferred, (durable, answer))
+    deferred: Deferred = _MAKE_DEFERRED(durable, answer)
     return deferred
 
 
@@ -449,3 +441,9 @@ async def _end_later(
     except errors.TxmqError as exc:
         return _end_failed(request, endpoint, transaction_id, exc)
     return make_response(request, ResponseCode.SUCCESS)
+
+
+# NamedTuples made per message by one C call each (fastinit.tuple_maker: tuple.__new__'s object without
+# the class's interpreted __new__ and without an argument tuple); Final: compiled code reads C statics
+_MAKE_DEFERRED: Final = tuple_maker(Deferred)
+_MAKE_END_FIELDS: Final = tuple_maker(EndFields)
