@@ -217,6 +217,30 @@ def test_key_digests_are_hashlibs_blake2b_8(keys: list[str]) -> None:
     assert [key_hash(k) for k in keys] == key_hashes(keys)
 
 
+_lane_lengths = st.sampled_from([0, 1, 7, 8, 31, 32, 36, 63, 64, 100, 120, 127, 128, 129, 200, 256, 257])
+
+
+@settings(max_examples=300, deadline=None)
+@given(shapes=st.lists(st.tuples(_lane_lengths, st.sampled_from("k\u00e9\u20ac")), max_size=14))
+def test_key_digests_four_lanes_are_hashlibs(shapes: list[tuple[int, str]]) -> None:
+    """With AVX2, keys of at most one block (128 UTF-8 bytes) are hashed four at a time, longer ones
+    one by one and a rest of one alone or of two or three in a four-lane pass with spare lanes: any
+    mix of lengths and counts gives hashlib's digests in key order, through key_digests and through
+    index_add_fresh's pending entries."""
+    keys = [char * length for length, char in shapes]
+    want = [hashlib.blake2b(k.encode(), digest_size=8).digest() for k in keys]
+    assert NATIVE.key_digests(keys) == b"".join(want)
+    distinct = list(dict.fromkeys(keys))
+    pending = bytearray()
+    rows, offsets = [(k,) for k in distinct], list(range(len(distinct)))
+    done = NATIVE.index_add_fresh({}, array("q"), array("q"), array("q"), pending, rows, offsets, 5)
+    if len({hashlib.blake2b(k.encode(), digest_size=8).digest() for k in distinct}) == len(distinct):
+        assert done
+        assert [bytes(pending[24 * i : 24 * i + 8]) for i in range(len(distinct))] == [
+            hashlib.blake2b(k.encode(), digest_size=8).digest() for k in distinct
+        ]
+
+
 @pytest.mark.parametrize("length", [0, 1, 63, 64, 127, 128, 129, 255, 256, 257, 1000])
 def test_key_digests_at_block_boundaries(length: int) -> None:
     """blake2b's last block is the one with the final flag, also when the input fills it exactly."""

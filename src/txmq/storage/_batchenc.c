@@ -54,6 +54,11 @@
 #define TXMQ_X86_CRC 1
 #include <nmmintrin.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TXMQ_X86_AVX2 1
+#include <immintrin.h>
+static int b2_avx2; /* set at import (crc_init): the CPU runs AVX2 (blake2b_8_many's four lanes) */
+#endif
 
 static PyObject *struct_error; /* struct.error: what struct.pack_into raises for a bad field */
 
@@ -80,6 +85,9 @@ static void crc_init(void)
 #ifdef TXMQ_X86_CRC
     __builtin_cpu_init();
     crc_hw = __builtin_cpu_supports("sse4.2");
+#ifdef TXMQ_X86_AVX2
+    b2_avx2 = __builtin_cpu_supports("avx2");
+#endif
 #endif
 }
 
@@ -491,6 +499,136 @@ static void blake2b_8(const unsigned char *data, size_t n, unsigned char out[8])
         out[i] = (unsigned char)(h[0] >> (8 * i));
 }
 
+#ifdef TXMQ_X86_AVX2
+
+#define B2X_ROT32(x) _mm256_shuffle_epi32((x), _MM_SHUFFLE(2, 3, 0, 1))
+#define B2X_ROT24(x) _mm256_shuffle_epi8((x), rot24)
+#define B2X_ROT16(x) _mm256_shuffle_epi8((x), rot16)
+#define B2X_ROT63(x) _mm256_or_si256(_mm256_srli_epi64((x), 63), _mm256_add_epi64((x), (x)))
+#define B2X_G(a, b, c, d, x, y)                                                  \
+    do {                                                                         \
+        v[a] = _mm256_add_epi64(_mm256_add_epi64(v[a], v[b]), (x));              \
+        v[d] = B2X_ROT32(_mm256_xor_si256(v[d], v[a]));                          \
+        v[c] = _mm256_add_epi64(v[c], v[d]);                                     \
+        v[b] = B2X_ROT24(_mm256_xor_si256(v[b], v[c]));                          \
+        v[a] = _mm256_add_epi64(_mm256_add_epi64(v[a], v[b]), (y));              \
+        v[d] = B2X_ROT16(_mm256_xor_si256(v[d], v[a]));                          \
+        v[c] = _mm256_add_epi64(v[c], v[d]);                                     \
+        v[b] = B2X_ROT63(_mm256_xor_si256(v[b], v[c]));                          \
+    } while (0)
+
+/* blake2b_8 of four inputs at once, each at most one block (n[i] <= 128): lane i of every 256-bit
+   word is input i's 64-bit word, so the four compressions run side by side; the same arithmetic as
+   b2_compress (RFC 7693's F with the final flag) and so the same digests as blake2b_8. */
+__attribute__((target("avx2"))) static void blake2b_8_x4(const unsigned char *const p[4], const size_t n[4],
+                                                         unsigned char *const out[4])
+{
+    unsigned char blocks[4][128];
+    for (int i = 0; i < 4; i++) {
+        memset(blocks[i], 0, 128);
+        memcpy(blocks[i], p[i], n[i]);
+    }
+    const __m256i rot24 = _mm256_setr_epi8(3, 4, 5, 6, 7, 0, 1, 2, 11, 12, 13, 14, 15, 8, 9, 10, 3, 4, 5, 6, 7, 0, 1,
+                                           2, 11, 12, 13, 14, 15, 8, 9, 10);
+    const __m256i rot16 = _mm256_setr_epi8(2, 3, 4, 5, 6, 7, 0, 1, 10, 11, 12, 13, 14, 15, 8, 9, 2, 3, 4, 5, 6, 7, 0,
+                                           1, 10, 11, 12, 13, 14, 15, 8, 9);
+    __m256i m[16], v[16];
+    for (int w = 0; w < 16; w += 4) {
+        /* the four inputs' words w..w+3, transposed: m[w + j] lane i = input i's word w + j */
+        __m256i r0 = _mm256_loadu_si256((const __m256i *)(blocks[0] + 8 * w));
+        __m256i r1 = _mm256_loadu_si256((const __m256i *)(blocks[1] + 8 * w));
+        __m256i r2 = _mm256_loadu_si256((const __m256i *)(blocks[2] + 8 * w));
+        __m256i r3 = _mm256_loadu_si256((const __m256i *)(blocks[3] + 8 * w));
+        __m256i t0 = _mm256_unpacklo_epi64(r0, r1); /* 0w 1w 0w+2 1w+2 */
+        __m256i t1 = _mm256_unpackhi_epi64(r0, r1); /* 0w+1 1w+1 0w+3 1w+3 */
+        __m256i t2 = _mm256_unpacklo_epi64(r2, r3);
+        __m256i t3 = _mm256_unpackhi_epi64(r2, r3);
+        m[w] = _mm256_permute2x128_si256(t0, t2, 0x20);
+        m[w + 1] = _mm256_permute2x128_si256(t1, t3, 0x20);
+        m[w + 2] = _mm256_permute2x128_si256(t0, t2, 0x31);
+        m[w + 3] = _mm256_permute2x128_si256(t1, t3, 0x31);
+    }
+    for (int i = 0; i < 8; i++) {
+        v[i] = _mm256_set1_epi64x((long long)(i == 0 ? b2_iv[0] ^ 0x01010000ull ^ 8u : b2_iv[i]));
+        v[i + 8] = _mm256_set1_epi64x((long long)b2_iv[i]);
+    }
+    v[12] = _mm256_xor_si256(v[12], _mm256_setr_epi64x((long long)n[0], (long long)n[1], (long long)n[2],
+                                                       (long long)n[3]));
+    v[14] = _mm256_xor_si256(v[14], _mm256_set1_epi64x(-1));
+    const __m256i h0 = v[0];
+#define B2X_ROUND(r)                                                      \
+    do {                                                                  \
+        B2X_G(0, 4, 8, 12, m[b2_sigma[r][0]], m[b2_sigma[r][1]]);        \
+        B2X_G(1, 5, 9, 13, m[b2_sigma[r][2]], m[b2_sigma[r][3]]);        \
+        B2X_G(2, 6, 10, 14, m[b2_sigma[r][4]], m[b2_sigma[r][5]]);       \
+        B2X_G(3, 7, 11, 15, m[b2_sigma[r][6]], m[b2_sigma[r][7]]);       \
+        B2X_G(0, 5, 10, 15, m[b2_sigma[r][8]], m[b2_sigma[r][9]]);       \
+        B2X_G(1, 6, 11, 12, m[b2_sigma[r][10]], m[b2_sigma[r][11]]);     \
+        B2X_G(2, 7, 8, 13, m[b2_sigma[r][12]], m[b2_sigma[r][13]]);      \
+        B2X_G(3, 4, 9, 14, m[b2_sigma[r][14]], m[b2_sigma[r][15]]);      \
+    } while (0)
+    B2X_ROUND(0);
+    B2X_ROUND(1);
+    B2X_ROUND(2);
+    B2X_ROUND(3);
+    B2X_ROUND(4);
+    B2X_ROUND(5);
+    B2X_ROUND(6);
+    B2X_ROUND(7);
+    B2X_ROUND(8);
+    B2X_ROUND(9);
+    B2X_ROUND(10);
+    B2X_ROUND(11);
+#undef B2X_ROUND
+    uint64_t h[4];
+    _mm256_storeu_si256((__m256i *)h, _mm256_xor_si256(h0, _mm256_xor_si256(v[0], v[8])));
+    for (int i = 0; i < 4; i++)
+        for (int b = 0; b < 8; b++)
+            out[i][b] = (unsigned char)(h[i] >> (8 * b));
+}
+#endif
+
+/* blake2b_8 of count inputs (p[i], n[i]) into out + 8 * i: with AVX2, inputs of at most one block
+   are hashed four at a time (blake2b_8_x4); the rest, and everything without AVX2, one by one. */
+static void blake2b_8_many(const unsigned char *const *p, const size_t *n, Py_ssize_t count, unsigned char *out)
+{
+#ifdef TXMQ_X86_AVX2
+    if (b2_avx2) {
+        const unsigned char *lp[4];
+        size_t ln[4];
+        unsigned char *lo[4];
+        int lanes = 0;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            if (n[i] > 128) {
+                blake2b_8(p[i], n[i], out + 8 * i);
+                continue;
+            }
+            lp[lanes] = p[i];
+            ln[lanes] = n[i];
+            lo[lanes] = out + 8 * i;
+            if (++lanes == 4) {
+                blake2b_8_x4(lp, ln, lo);
+                lanes = 0;
+            }
+        }
+        if (lanes >= 2) { /* two or three left: one more four-lane pass, the spare lanes thrown away */
+            unsigned char spare[8];
+            for (int i = lanes; i < 4; i++) {
+                lp[i] = lp[0];
+                ln[i] = ln[0];
+                lo[i] = spare;
+            }
+            blake2b_8_x4(lp, ln, lo);
+        } else if (lanes == 1) {
+            blake2b_8(lp[0], ln[0], lo[0]);
+        }
+        return;
+    }
+#endif
+    for (Py_ssize_t i = 0; i < count; i++)
+        blake2b_8(p[i], n[i], out + 8 * i);
+}
+
 static PyObject *py_key_digests(PyObject *self, PyObject *keys)
 {
     PyObject *seq = PySequence_Fast(keys, "key_digests: keys must be a sequence");
@@ -503,6 +641,14 @@ static PyObject *py_key_digests(PyObject *self, PyObject *keys)
         return NULL;
     }
     unsigned char *out = (unsigned char *)PyBytes_AS_STRING(result);
+    /* every key's UTF-8 first (its errors in key order), then the digests (blake2b_8_many); the
+       pointers stay valid while seq holds the keys */
+    const unsigned char **ptrs = PyMem_Malloc((size_t)(count ? count : 1) * sizeof *ptrs);
+    size_t *lens = PyMem_Malloc((size_t)(count ? count : 1) * sizeof *lens);
+    if (ptrs == NULL || lens == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *key = PySequence_Fast_GET_ITEM(seq, i);
         if (!PyUnicode_Check(key)) {
@@ -513,11 +659,17 @@ static PyObject *py_key_digests(PyObject *self, PyObject *keys)
         const char *utf8 = PyUnicode_AsUTF8AndSize(key, &len); /* UnicodeEncodeError as str.encode */
         if (utf8 == NULL)
             goto fail;
-        blake2b_8((const unsigned char *)utf8, (size_t)len, out + 8 * i);
+        ptrs[i] = (const unsigned char *)utf8;
+        lens[i] = (size_t)len;
     }
+    blake2b_8_many(ptrs, lens, count, out);
+    PyMem_Free(ptrs);
+    PyMem_Free(lens);
     Py_DECREF(seq);
     return result;
 fail:
+    PyMem_Free(ptrs);
+    PyMem_Free(lens);
     Py_DECREF(seq);
     Py_DECREF(result);
     return NULL;
@@ -1137,6 +1289,8 @@ static PyObject *py_index_add_fresh(PyObject *self, PyObject *const *args, Py_ss
     uint64_t *sorted = NULL;
     int64_t *key_offsets = NULL, *fill = NULL;
     PyObject **hashes = NULL;
+    const unsigned char **ptrs = NULL; /* the keys' UTF-8 (held by rows), hashed together */
+    size_t *lens = NULL;
     Py_ssize_t made = 0, count = 0;
     Py_ssize_t records = PySequence_Fast_GET_SIZE(rows);
     if (PySequence_Fast_GET_SIZE(record_offsets) != records)
@@ -1156,7 +1310,10 @@ static PyObject *py_index_add_fresh(PyObject *self, PyObject *const *args, Py_ss
     key_offsets = PyMem_Malloc((size_t)count * sizeof(int64_t));
     fill = PyMem_Malloc((size_t)count * sizeof(int64_t));
     hashes = PyMem_Calloc((size_t)count, sizeof(PyObject *));
-    if (digests == NULL || sorted == NULL || key_offsets == NULL || fill == NULL || hashes == NULL) {
+    ptrs = PyMem_Malloc((size_t)count * sizeof *ptrs);
+    lens = PyMem_Malloc((size_t)count * sizeof *lens);
+    if (digests == NULL || sorted == NULL || key_offsets == NULL || fill == NULL || hashes == NULL || ptrs == NULL
+        || lens == NULL) {
         PyErr_NoMemory();
         result = NULL;
         goto done;
@@ -1183,13 +1340,17 @@ static PyObject *py_index_add_fresh(PyObject *self, PyObject *const *args, Py_ss
                 PyErr_Clear();
                 goto done;
             }
-            blake2b_8((const unsigned char *)utf8, (size_t)len, digests + 8 * k);
-            uint64_t h = 0;
-            for (int b = 0; b < 8; b++)
-                h = h << 8 | digests[8 * k + b];
-            sorted[k] = h;
+            ptrs[k] = (const unsigned char *)utf8;
+            lens[k] = (size_t)len;
             key_offsets[k] = offset;
         }
+    }
+    blake2b_8_many(ptrs, lens, count, digests);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint64_t h = 0;
+        for (int b = 0; b < 8; b++)
+            h = h << 8 | digests[8 * i + b];
+        sorted[i] = h;
     }
     qsort(sorted, (size_t)count, sizeof(uint64_t), cmp_u64);
     for (Py_ssize_t i = 1; i < count; i++)
@@ -1254,6 +1415,8 @@ done:
         for (Py_ssize_t i = 0; i < made; i++)
             Py_XDECREF(hashes[i]);
     PyMem_Free(hashes);
+    PyMem_Free(lens);
+    PyMem_Free(ptrs);
     PyMem_Free(fill);
     PyMem_Free(key_offsets);
     PyMem_Free(sorted);

@@ -42,6 +42,7 @@ from txmq.common.fastinit import tuple_maker
 from txmq.common.invariant import InvariantViolation, invariant
 from txmq.storage import codec
 from txmq.storage.api import AppendResult, StoredRecord
+from txmq.storage.osfile import OsFileHandle
 from txmq.storage.segment import Segment, SegmentFile, SegmentList
 
 _LOG = logging.getLogger(__name__)
@@ -451,7 +452,14 @@ class CommitLog:
         segment = self.segments.active
         if segment is None:  # invariant() inline: an interpreted call per group otherwise
             raise InvariantViolation("buffered bytes belong to the active segment")
-        data = self._buf[: self._fill]  # a copy: the buffer may grow while a FaultyFileSystem keeps it
+        data: bytes | bytearray | memoryview
+        if type(segment.handle.raw) is OsFileHandle:
+            # the real file's pwrite has the bytes before append returns and keeps nothing: the group
+            # goes out of the buffer in place, not copied (~1 KB of copying per 1 KB message); the
+            # buffer is only ever replaced when it grows, never resized, so the view blocks nothing
+            data = memoryview(self._buf)[: self._fill]
+        else:  # a copy: a FaultyFileSystem keeps it while the next group reuses the buffer
+            data = self._buf[: self._fill]
         try:
             self._write(segment, data)
         except (DiskFull, StoreFenced) as exc:
