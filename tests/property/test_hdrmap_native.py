@@ -168,7 +168,8 @@ def test_bind_command_refuses_what_is_not_a_slot_class() -> None:
     with pytest.raises(TypeError):
         module.bind_command(command.RemotingCommand, (property(lambda self: 0),) * 9)
     module.bind_command(command.RemotingCommand, descriptors)  # as command.py bound it
-    values = (1, 2, 3, None, {}, b"", LanguageCode.JAVA, 0, SerializeType.JSON)
+    ext: dict[str, str] = {}
+    values = (1, 2, 3, None, ext, b"", LanguageCode.JAVA, 0, SerializeType.JSON)
     assert command.new_command(*values) == command.new_command_py(*values)
 
 
