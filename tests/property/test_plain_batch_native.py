@@ -171,3 +171,22 @@ def test_send_request_body_is_the_reference(rows: list[tuple[str, bytes]], group
             assert _ID.fullmatch(made)
     fresh = [made for message, made in zip(messages, ids, strict=True) if not message.message_id]
     assert len(set(fresh)) == len(fresh)
+
+
+@needs_c
+def test_the_group_tail_is_kept_per_group_and_stays_the_references() -> None:
+    """``_single.plain_batch`` keeps ``plain_id_tail`` per group (at most ``_ID_TAILS_MAX``): a batch
+    sent again with the group kept, or past the cap, is still the reference body; a group without a
+    plain tail is never kept and still declines."""
+    messages = [Message("orders", b"a"), Message("orders", b"bc")]
+    groups = ["", "kept", "é-group"] + [f"g{n}" for n in range(single._ID_TAILS_MAX + 3)]
+    for _ in range(2):
+        for group in groups:
+            made = single.plain_batch(messages, group, 0)
+            assert made is not None
+            body, ids = made
+            assert body == conv.batch_body_general(messages, ids, group)
+            assert single.plain_batch(messages, "a\x01b", 0) is None
+    assert len(single._ID_TAILS) <= single._ID_TAILS_MAX
+    assert "a\x01b" not in single._ID_TAILS
+    assert all(single._ID_TAILS[group] == conv.plain_id_tail(group) for group in single._ID_TAILS)

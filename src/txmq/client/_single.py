@@ -398,6 +398,10 @@ _RESULTS: Final[Any] = None if _BATCHSEND is None else _BATCHSEND.results
 # plain_total(messages, topic, body_max) -> int (-1: not a plain batch), or None without the extension
 PLAIN_TOTAL: Final[Any] = None if _BATCHSEND is None else _BATCHSEND.plain_total
 _PLAIN_BATCH: Final[Any] = None if _BATCHSEND is None else _BATCHSEND.plain_batch
+# conv.plain_id_tail per producer group (an f-string and an encode per batch otherwise); groups
+# without one (None) are not kept, and only the first _ID_TAILS_MAX groups are
+_ID_TAILS: Final[dict[str, bytes]] = {}
+_ID_TAILS_MAX: Final = 64
 
 
 def plain_batch(
@@ -410,9 +414,13 @@ def plain_batch(
     ``_remoting_convert.batch_body``: the reference, tests/property/test_batchsend_native.py)."""
     if _PLAIN_BATCH is None:
         return None
-    id_tail = conv.plain_id_tail(producer_group)
+    id_tail = _ID_TAILS.get(producer_group)
     if id_tail is None:
-        return None
+        id_tail = conv.plain_id_tail(producer_group)
+        if id_tail is None:
+            return None
+        if len(_ID_TAILS) < _ID_TAILS_MAX:
+            _ID_TAILS[producer_group] = id_tail
     made: tuple[bytes, list[str]] | None = _PLAIN_BATCH(
         messages,
         msgid.id_prefix(now_ms),

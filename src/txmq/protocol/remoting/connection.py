@@ -234,6 +234,22 @@ class RemotingConnection:
             return data
         return frame.encode(cmd)
 
+    def send_parts(self, cmd: RemotingCommand) -> tuple[bytes, bytes]:
+        """``send(cmd)`` as the frame's head and body, not joined (``frame.encode_parts``): the caller
+        writes both, in this order. The same checks, errors and pending bookkeeping as ``send``."""
+        if self._state is not ConnectionState.OPEN:
+            self._check_usable()  # raises in ERROR
+            raise LocalProtocolError("cannot send on a closed connection")
+        if not cmd.flag & (RPC_TYPE | RPC_ONEWAY):
+            if cmd.opaque in self._pending:
+                raise LocalProtocolError(f"opaque {cmd.opaque} is already pending")
+            if len(self._pending) >= self.max_pending:
+                raise LocalProtocolError(f"{len(self._pending)} requests pending, the limit")
+            parts = frame.encode_parts(cmd)
+            self._pending[cmd.opaque] = cmd.code
+            return parts
+        return frame.encode_parts(cmd)
+
     # ------------------------------------------------------------------------------------------ receiving
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:

@@ -72,6 +72,21 @@ def encode(cmd: RemotingCommand) -> bytes:
     return b"".join((_PREFIX.pack(length, (cmd.serialize_type << 24) | len(header)), header, body))
 
 
+def encode_parts(cmd: RemotingCommand) -> tuple[bytes, bytes]:
+    """``encode(cmd)`` as its head (the prefix and the header) and its body, not joined: a large body
+    goes to the socket as it is (``transport.writelines``) instead of being copied into one frame.
+    ``head + body == encode(cmd)``; the same checks and errors."""
+    if cmd.serialize_type is SerializeType.JSON:
+        header = encode_json_header(cmd)
+    else:
+        header = encode_binary_header(cmd)
+    body = cmd.body
+    length = 4 + len(header) + len(body)
+    if length > limits.frame_bytes_max:
+        raise LocalProtocolError(f"frame of {length} bytes exceeds the limit of {limits.frame_bytes_max}")
+    return _PREFIX.pack(length, (cmd.serialize_type << 24) | len(header)) + header, body
+
+
 def encode_json_header(cmd: RemotingCommand) -> bytes:
     """The JSON header (fastjson field names; ``remark`` omitted when None, as fastjson does).
 
