@@ -246,7 +246,7 @@ class RemotingChannel(asyncio.BufferedProtocol):
         if self._closed:
             raise errors.ConnectionError_(f"connection to {self.addr} is closed")
         cmd = self._conn.new_request(code, ext_fields, body)
-        if len(body) >= _SPLIT_BODY_BYTES:
+        if len(body) >= _SPLIT_BODY_BYTES and type(body) is bytes:  # a mutable body is copied, as before
             head, body = self._conn.send_parts(cmd)
             return self._started_parts(cmd.opaque, code, head, body, timeout_s)
         return self._started(cmd.opaque, code, self._conn.send(cmd), timeout_s)
