@@ -1,0 +1,13 @@
+# The C extension's interface (src/txmq/server/_relaypump.c); grpc_front loads it at run time (None when
+# it is not built, or TXMQ_PURE=1), and the front's asyncio relay (grpc_front._Relay) stays the reference.
+from typing import final
+
+@final
+class Pump:
+    @property
+    def done(self) -> bool: ...
+    @property
+    def relayed(self) -> tuple[int, int]: ...
+    def close(self) -> None: ...
+
+def start(fd_a: int, fd_b: int, early_ab: bytes, early_ba: bytes, /) -> Pump: ...
