@@ -12,6 +12,7 @@ import contextlib
 import importlib.util
 import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -321,3 +322,34 @@ def test_the_hand_over_writes_what_the_loop_read_first(
     later_out: list[bytes],
 ) -> None:
     _run(loop_name, _hand_over_once(early_in, early_out, later_in, later_out))
+
+
+@pytest.mark.skipif(PUMP is None, reason="txmq.server._relaypump not built")
+def test_a_direction_already_at_its_end_does_not_cut_the_other() -> None:
+    """One source has ended before the pump starts (its direction ends at once): the other direction
+    still delivers its early bytes and everything after, and only then are both sockets closed."""
+    assert PUMP is not None
+    for round_ in range(200):
+        client_end, client_front = socket.socketpair()
+        backend_front, backend_end = socket.socketpair()
+        client_end.shutdown(socket.SHUT_WR)  # the client has said all it will
+        early = bytes([round_ % 256]) * 3000
+        pump = PUMP.start(client_front.fileno(), backend_front.fileno(), b"", early)
+        client_front.close()
+        backend_front.close()
+        backend_end.settimeout(30)
+        assert backend_end.recv(10) == b""  # the client's end passed on
+        backend_end.sendall(b"later")
+        backend_end.shutdown(socket.SHUT_WR)
+        client_end.settimeout(30)
+        got = bytearray()
+        while data := client_end.recv(65536):
+            got += data
+        assert bytes(got) == early + b"later"
+        client_end.close()
+        backend_end.close()
+        for _ in range(3000):
+            if pump.done:
+                break
+            time.sleep(0.01)
+        assert pump.done and pump.error == 0 and pump.relayed == (0, len(early) + 5)

@@ -4,6 +4,7 @@
  *   Pump.done -> bool          both directions ended and both sockets are closed
  *   Pump.close() -> None       shut both sockets down (both directions then end); idempotent
  *   Pump.relayed -> (a_to_b, b_to_a)   bytes written so far each way (early bytes included)
+ *   Pump.error -> int          the first failure's errno (negative when a send failed); 0: none
  *
  * The permissive gRPC front (server/grpc_front.py) hands a joined connection here: start() dups both
  * descriptors (close-on-exec; the caller then closes its own, i.e. its asyncio transports), makes
@@ -49,6 +50,7 @@ typedef struct {
     char *early[2];       /* early[0]: a -> b, early[1]: b -> a (malloc'd copies, or NULL) */
     size_t early_len[2];
     unsigned long long relayed[2]; /* bytes written a -> b, b -> a (each written only by its thread) */
+    int error;            /* the first failure: errno, negated for a send (under lock); 0: none */
 } pump_state;
 
 typedef struct {
@@ -77,13 +79,14 @@ static void shutdown_both_locked(pump_state *s) {
     }
 }
 
-static int send_all(int fd, const char *data, size_t len, unsigned long long *count) {
+static int send_all(int fd, const char *data, size_t len, unsigned long long *count, int *error) {
     while (len > 0) {
         ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR) {
                 continue;
             }
+            *error = -errno;
             return -1;
         }
         data += n;
@@ -100,11 +103,13 @@ static void *pump_direction(void *raw) {
     /* the descriptors stay open while this direction runs (only the last thread closes them) */
     int src = s->fd[arg.dir], dst = s->fd[1 - arg.dir];
     unsigned long long *count = &s->relayed[arg.dir];
-    int failed = 0;
+    int failed = 0, error = 0;
     char *buf = malloc(RELAY_CHUNK);
     if (buf == NULL) {
         failed = 1;
-    } else if (s->early_len[arg.dir] && send_all(dst, s->early[arg.dir], s->early_len[arg.dir], count) < 0) {
+        error = ENOMEM;
+    } else if (s->early_len[arg.dir]
+               && send_all(dst, s->early[arg.dir], s->early_len[arg.dir], count, &error) < 0) {
         failed = 1;
     } else {
         for (;;) {
@@ -114,13 +119,14 @@ static void *pump_direction(void *raw) {
                     continue;
                 }
                 failed = 1;
+                error = errno;
                 break;
             }
             if (n == 0) {
                 shutdown(dst, SHUT_WR); /* the end passes through; the other direction goes on */
                 break;
             }
-            if (send_all(dst, buf, (size_t)n, count) < 0) {
+            if (send_all(dst, buf, (size_t)n, count, &error) < 0) {
                 failed = 1;
                 break;
             }
@@ -130,6 +136,9 @@ static void *pump_direction(void *raw) {
     pthread_mutex_lock(&s->lock);
     if (failed) {
         shutdown_both_locked(s);
+        if (s->error == 0) {
+            s->error = error;
+        }
     }
     if (--s->running == 0) {
         for (int i = 0; i < 2; i++) {
@@ -170,6 +179,15 @@ static PyObject *Pump_get_done(PumpObject *self, void *Py_UNUSED(closure)) {
     return PyBool_FromLong(done);
 }
 
+static PyObject *Pump_get_error(PumpObject *self, void *Py_UNUSED(closure)) {
+    pump_state *s = self->state;
+    int error;
+    pthread_mutex_lock(&s->lock);
+    error = s->error;
+    pthread_mutex_unlock(&s->lock);
+    return PyLong_FromLong(error);
+}
+
 static PyObject *Pump_get_relayed(PumpObject *self, void *Py_UNUSED(closure)) {
     pump_state *s = self->state;
     return Py_BuildValue("(KK)", __atomic_load_n(&s->relayed[0], __ATOMIC_RELAXED),
@@ -184,6 +202,7 @@ static PyMethodDef Pump_methods[] = {
 static PyGetSetDef Pump_getset[] = {
     {"done", (getter)Pump_get_done, NULL, "Both directions ended and both sockets closed.", NULL},
     {"relayed", (getter)Pump_get_relayed, NULL, "Bytes written (a -> b, b -> a).", NULL},
+    {"error", (getter)Pump_get_error, NULL, "The first failure's errno (negative: a send's); 0: none.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -260,9 +279,13 @@ static PyObject *relay_start(PyObject *Py_UNUSED(module), PyObject *args) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old); /* the threads inherit a mask blocking every signal */
+    /* Both directions count as running before either starts: a direction that ends at once (its
+     * source already at its end) must not see itself the last one and close the descriptors under
+     * the other. refs: the Pump's and each thread's. */
+    s->running = 2;
+    s->refs = 3;
     int started = 0, err = 0;
-    s->refs = 1; /* the Pump's */
-    for (int dir = 0; dir < 2; dir++) {
+    for (int dir = 0; dir < 2 && err == 0; dir++) {
         pump_arg *arg = malloc(sizeof(pump_arg));
         if (arg == NULL) {
             err = ENOMEM;
@@ -270,18 +293,10 @@ static PyObject *relay_start(PyObject *Py_UNUSED(module), PyObject *args) {
         }
         arg->state = s;
         arg->dir = dir;
-        pthread_mutex_lock(&s->lock);
-        s->running++;
-        s->refs++;
-        pthread_mutex_unlock(&s->lock);
         pthread_t tid;
         err = pthread_create(&tid, &attr, pump_direction, arg);
         if (err != 0) {
             free(arg);
-            pthread_mutex_lock(&s->lock);
-            s->running--;
-            s->refs--;
-            pthread_mutex_unlock(&s->lock);
             break;
         }
         started++;
@@ -291,16 +306,17 @@ static PyObject *relay_start(PyObject *Py_UNUSED(module), PyObject *args) {
     PyBuffer_Release(&early_ab);
     PyBuffer_Release(&early_ba);
     pump->state = s;
-    if (started < 2) {
+    if (started < 2) { /* the connection is lost (the caller closes its side): end what runs */
         pthread_mutex_lock(&s->lock);
-        if (started == 0) { /* nothing runs: nothing relayed, the caller keeps its own relay */
+        s->running -= 2 - started;
+        s->refs -= 2 - started;
+        shutdown_both_locked(s);
+        if (s->running == 0) {
             for (int i = 0; i < 2; i++) {
                 close(s->fd[i]);
                 s->fd[i] = -1;
             }
-            s->done = 1;
-        } else { /* one direction runs: end it (it closes the descriptors) */
-            shutdown_both_locked(s);
+            __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
         }
         pthread_mutex_unlock(&s->lock);
         Py_DECREF(pump);
