@@ -96,6 +96,8 @@ C_MODULES: dict[str, str] = {
     "txmq.client._batchsend": "txmq/client/_batchsend.c",
     # a slotted instance made with its slots set (the SDK's views, results, END refs: fastinit.slot_maker)
     "txmq.common._slots": "txmq/common/_slots.c",
+    # the permissive gRPC front's joined connections relayed by two threads without the GIL
+    "txmq.server._relaypump": "txmq/server/_relaypump.c",
 }
 
 

@@ -13,6 +13,15 @@ Bounds: at most ``connections_max`` client connections at once (more are closed 
 would refuse nothing itself); a connection that sends nothing within ``limits.grpc_front_first_bytes_s``
 is closed (every HTTP/2 or TLS client speaks first); and what a client sends before its backend is
 connected is held up to ``_WRITE_HIGH`` bytes, then its reading pauses until the join.
+
+Once joined, a connection leaves the event loop when the C extension ``server/_relaypump.c`` is built:
+both transports stop reading, the pump takes its own copies of the two descriptors with what each side
+sent before the join (read by the loop, written nowhere yet: nothing is written to either side before
+the join), the transports are closed, and two threads relay the bytes without the GIL (blocking
+writes: back-pressure; an end passes through as a ``shutdown(SHUT_WR)``). A pumped connection counts
+against ``connections_max`` until both its directions end. Without the extension (``TXMQ_PURE=1``, no
+compiler) or for a side that already ended before the join, the asyncio relay below carries the bytes:
+it is the reference the pump is held to (``tests/property/test_grpc_front_relay.py``).
 """
 
 from __future__ import annotations
@@ -20,11 +29,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import importlib
 import logging
 import socket
-from typing import Final, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, Final, cast
 
 from txmq.common import limits
+
+if TYPE_CHECKING:
+    from txmq.server._relaypump import Pump
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +46,17 @@ TLS_HANDSHAKE_RECORD: Final = 0x16  # the first byte of every TLS ClientHello re
 BACKEND_HOST: Final = "127.0.0.1"
 _WRITE_HIGH: Final = 1024 * 1024  # a side's write buffer beyond which the other side stops being read
 _WRITE_LOW: Final = 256 * 1024
+
+
+def _load_pump() -> ModuleType | None:
+    """The C relay of joined connections (``server/_relaypump.c``) or None: not built, or ``TXMQ_PURE=1``."""
+    try:
+        return importlib.import_module("txmq.server._relaypump")
+    except ImportError:
+        return None
+
+
+PUMP: Final = _load_pump()
 
 
 class Backend(enum.Enum):
@@ -131,21 +156,24 @@ class _Accepted(_Relay):
         self._front = front
         self._task: asyncio.Task[None] | None = None
         self._silence: asyncio.TimerHandle | None = None
+        self.pump: Pump | None = None  # the C relay carrying this connection once it is handed over
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         front = self._front
-        if len(front.accepted) >= front.connections_max:
+        if len(front._accepted) >= front.connections_max:
+            front.forget_pumped()
+        if len(front._accepted) >= front.connections_max:
             front.refused += 1
             if front.refused == 1 or front.refused % 1000 == 0:
                 log.warning(
                     "gRPC front: %d connections open, the most allowed; refused %d so far",
-                    len(front.accepted),
+                    len(front._accepted),
                     front.refused,
                 )
             cast(asyncio.Transport, transport).abort()
             return
-        front.accepted.add(self)
+        front._accepted.add(self)
         self._silence = asyncio.get_running_loop().call_later(limits.grpc_front_first_bytes_s, self._silent)
 
     def _silent(self) -> None:
@@ -154,7 +182,8 @@ class _Accepted(_Relay):
             self.transport.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._front.accepted.discard(self)
+        if self.pump is None:  # a pumped connection stays counted until the pump is done
+            self._front._accepted.discard(self)
         if self._silence is not None:
             self._silence.cancel()
         super().connection_lost(exc)
@@ -186,8 +215,43 @@ class _Accepted(_Relay):
             if upstream.transport is not None:
                 upstream.transport.close()
             return
+        if self._front.pump is not None:
+            handed, self.pump = hand_over(self._front.pump, self, upstream)
+            if handed:
+                return
         upstream.join(self)
         self.join(upstream)
+
+
+def hand_over(pump: ModuleType, client: _Relay, upstream: _Relay) -> tuple[bool, Pump | None]:
+    """Give a joined connection to the C pump: (False, None) when nothing was done (a side has already
+    ended, or has no descriptor: the asyncio relay joins them); else (True, the pump), or (True, None)
+    when it could not start (the connection is closed then, as on any relay error)."""
+    mine, theirs = client.transport, upstream.transport
+    if mine is None or theirs is None or client.eof or upstream.eof:
+        return False, None
+    mine_fd, theirs_fd = _fileno(mine), _fileno(theirs)
+    if mine_fd < 0 or theirs_fd < 0:
+        return False, None
+    # The loop reads neither side from here on, so what it has read is exactly ``_early`` (each read
+    # reaches ``data_received`` at once), and it has written nothing to either side yet.
+    mine.pause_reading()
+    theirs.pause_reading()
+    early_in, early_out = b"".join(client._early), b"".join(upstream._early)
+    client._early, client._early_bytes, upstream._early, upstream._early_bytes = [], 0, [], 0
+    started: Pump | None = None
+    try:
+        started = pump.start(mine_fd, theirs_fd, early_in, early_out)
+    except OSError as exc:  # no thread to be had
+        log.warning("gRPC front: cannot start a relay: %s", exc)
+    mine.abort()  # closes the loop's descriptors; the pump relays through its own copies
+    theirs.abort()
+    return True, started
+
+
+def _fileno(transport: asyncio.Transport) -> int:
+    sock = transport.get_extra_info("socket")
+    return -1 if sock is None else int(sock.fileno())
 
 
 async def _unix_socket(address: str) -> socket.socket:
@@ -207,16 +271,20 @@ class GrpcFront:
     """The public listener of a permissive gRPC port. ``bind`` first (so a taken port fails before the
     backends start), then ``route`` to the backends' ports, then ``close`` at shutdown."""
 
-    def __init__(self, server: asyncio.Server, connections_max: int) -> None:
+    def __init__(self, server: asyncio.Server, connections_max: int, pump: ModuleType | None) -> None:
         self._server = server
         self._ports: dict[Backend, int | str] = {}
         self.connecting: set[asyncio.Task[None]] = set()
         self.connections_max = connections_max
-        self.accepted: set[_Accepted] = set()  # client connections open now
+        self.pump = pump  # the C relay module, or None: the asyncio relay carries joined connections
+        self._accepted: set[_Accepted] = set()  # client connections open now (some perhaps just ended)
         self.refused = 0  # connections closed on accept because ``connections_max`` were open
 
     @classmethod
-    async def bind(cls, host: str, port: int, *, connections_max: int = limits.connections_max) -> GrpcFront:
+    async def bind(
+        cls, host: str, port: int, *, connections_max: int = limits.connections_max, pump: bool = True
+    ) -> GrpcFront:
+        """``pump=False``: joined connections stay on the asyncio relay even when the C pump is built."""
         loop = asyncio.get_running_loop()
         front: GrpcFront | None = None
 
@@ -225,8 +293,26 @@ class GrpcFront:
             return _Accepted(front)
 
         server = await loop.create_server(accepted, host, port, reuse_address=True, start_serving=False)
-        front = cls(server, connections_max)
+        front = cls(server, connections_max, PUMP if pump else None)
         return front
+
+    @property
+    def accepted(self) -> set[_Accepted]:
+        """The client connections open now."""
+        self.forget_pumped()
+        return self._accepted
+
+    def forget_pumped(self) -> None:
+        """Stop counting the pumped connections whose pump is done."""
+        done = [side for side in self._accepted if side.pump is not None and side.pump.done]
+        self._accepted.difference_update(done)
+
+    def close_relays(self) -> None:
+        """Shut down every pumped connection (at shutdown, after the backends' graceful stop; the asyncio
+        relay's connections end with the backends' or the loop's)."""
+        for side in self._accepted:
+            if side.pump is not None:
+                side.pump.close()
 
     @property
     def port(self) -> int:

@@ -101,6 +101,8 @@ async def _start_grpc(running: RunningBroker, config: BrokerConfig) -> None:
         if front is not None:
             await front.close()  # no new connections first
         await server.stop(grace=1.0)
+        if front is not None:
+            front.close_relays()  # the pumped connections the backends' stop did not end
 
     running.closers.append(stop_grpc)
     running.ports["grpc"] = front.port if front is not None else server.txmq_port
