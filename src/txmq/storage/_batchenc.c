@@ -1427,6 +1427,236 @@ done:
     return result;
 }
 
+/* index_add_rows(head, offsets, stamps, previous, pending, rows, record_offsets, record_stamps) -> bool:
+   index_add of several records in one call (a dispatched group's single appends): rows[i] (a tuple or
+   list of str) are record i's keys at record_offsets[i] (strictly ascending) stored at
+   record_stamps[i]. The digests come from the memo or are hashed four at a time (blake2b_8_many), then
+   every key goes as index_add takes it, in order: skipped when its hash's newest entry is at or after
+   the record's offset, else head[hash] = position and the entry added; the three arrays are extended
+   once each and the 24-byte entries appended to pending at once. False, nothing changed and no error,
+   when anything is off (a row that is not a tuple or list, a key that is not a str or not UTF-8,
+   lengths that differ, offsets not ascending, a value outside int64, arrays that are not array('q')):
+   the caller then goes record by record (index_add, or the Python reference), which gives the
+   entries or the error. */
+static PyObject *py_index_add_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8 || !PyDict_CheckExact(args[0]) || !PyByteArray_CheckExact(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "index_add_rows(head: dict, offsets, stamps, previous, "
+                                         "pending: bytearray, rows, record_offsets, record_stamps)");
+        return NULL;
+    }
+    PyObject *head = args[0], *offsets = args[1], *stamps = args[2], *previous = args[3], *pending = args[4];
+    if (!is_q_array(offsets) || !is_q_array(stamps) || !is_q_array(previous))
+        Py_RETURN_FALSE;
+    if (!PyList_CheckExact(args[5]) || !PyList_CheckExact(args[6]) || !PyList_CheckExact(args[7]))
+        Py_RETURN_FALSE;
+    PyObject *rows = args[5], *record_offsets = args[6], *record_stamps = args[7];
+    Py_ssize_t records = PyList_GET_SIZE(rows);
+    if (PyList_GET_SIZE(record_offsets) != records || PyList_GET_SIZE(record_stamps) != records)
+        Py_RETURN_FALSE;
+    Py_ssize_t count = 0;
+    for (Py_ssize_t r = 0; r < records; r++) {
+        PyObject *row = PyList_GET_ITEM(rows, r);
+        if (!PyTuple_Check(row) && !PyList_Check(row))
+            Py_RETURN_FALSE;
+        count += PySequence_Fast_GET_SIZE(row);
+    }
+    PyObject *result = Py_False;
+    int64_t *rec = PyMem_Malloc((size_t)(2 * records + 1) * sizeof(int64_t)); /* offsets, then stamps */
+    size_t n_keys = (size_t)(count ? count : 1);
+    unsigned char *digests = PyMem_Malloc(n_keys * 8);
+    Py_ssize_t *key_record = PyMem_Malloc(n_keys * sizeof(Py_ssize_t));
+    int *slots = PyMem_Malloc(n_keys * sizeof(int)); /* memo slot to fill, -1: none, -2: a memo hit */
+    PyObject **key_objs = PyMem_Malloc(n_keys * sizeof(PyObject *));
+    const unsigned char **ptrs = PyMem_Malloc(n_keys * sizeof *ptrs);
+    size_t *lens = PyMem_Malloc(n_keys * sizeof *lens);
+    unsigned char **outs = PyMem_Malloc(n_keys * sizeof *outs);
+    int64_t *new_vals = PyMem_Malloc(n_keys * 3 * sizeof(int64_t)); /* offsets, stamps, previous */
+    unsigned char *entries = PyMem_Malloc(n_keys * 24);
+    unsigned char *miss_out = PyMem_Malloc(n_keys * 8);
+    Py_buffer held = {0};
+    int holding = 0;
+    if (rec == NULL || digests == NULL || key_record == NULL || slots == NULL || key_objs == NULL || ptrs == NULL
+        || lens == NULL || outs == NULL || new_vals == NULL || entries == NULL || miss_out == NULL) {
+        PyErr_NoMemory();
+        result = NULL;
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < records; r++) {
+        if (get_int(PyList_GET_ITEM(record_offsets, r), 64, &rec[r]) < 0
+            || get_int(PyList_GET_ITEM(record_stamps, r), 64, &rec[records + r]) < 0) {
+            PyErr_Clear();
+            goto done;
+        }
+        if (r > 0 && rec[r] <= rec[r - 1])
+            goto done;
+    }
+    /* every key's digest: the memo's, or hashed with the other misses four at a time */
+    Py_ssize_t k = 0, misses = 0;
+    for (Py_ssize_t r = 0; r < records; r++) {
+        PyObject *row = PyList_GET_ITEM(rows, r);
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(row);
+        PyObject **keys = PySequence_Fast_ITEMS(row);
+        for (Py_ssize_t j = 0; j < n; j++, k++) {
+            PyObject *key = keys[j];
+            if (!PyUnicode_Check(key))
+                goto done;
+            key_record[k] = r;
+            key_objs[k] = key;
+            slots[k] = -1;
+            if (PyUnicode_CheckExact(key) && PyUnicode_GET_LENGTH(key) <= MEMO_KEY_MAX) {
+                Py_hash_t h = PyObject_Hash(key); /* an exact str: cannot fail */
+                int slot = (int)((size_t)h % MEMO_SLOTS);
+                PyObject *kept = memo[slot].key;
+                if (kept != NULL && (kept == key || (PyUnicode_GET_LENGTH(kept) == PyUnicode_GET_LENGTH(key) &&
+                                                     PyUnicode_KIND(kept) == PyUnicode_KIND(key) &&
+                                                     memcmp(PyUnicode_DATA(kept), PyUnicode_DATA(key),
+                                                            (size_t)(PyUnicode_GET_LENGTH(key) * PyUnicode_KIND(key))) == 0))) {
+                    memcpy(digests + 8 * k, memo[slot].digest, 8);
+                    slots[k] = -2;
+                    continue;
+                }
+                slots[k] = slot;
+            }
+            Py_ssize_t len;
+            const char *utf8 = PyUnicode_AsUTF8AndSize(key, &len);
+            if (utf8 == NULL) {
+                PyErr_Clear();
+                goto done;
+            }
+            ptrs[misses] = (const unsigned char *)utf8;
+            lens[misses] = (size_t)len;
+            outs[misses] = digests + 8 * k;
+            misses++;
+        }
+    }
+    if (misses) {
+        blake2b_8_many(ptrs, lens, misses, miss_out);
+        for (Py_ssize_t i = 0; i < misses; i++)
+            memcpy(outs[i], miss_out + 8 * i, 8);
+    }
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (slots[i] >= 0) {
+            Py_INCREF(key_objs[i]);
+            Py_XSETREF(memo[slots[i]].key, key_objs[i]);
+            memcpy(memo[slots[i]].digest, digests + 8 * i, 8);
+        }
+    /* every check passed: from here on only memory exhaustion (or a head that names a position past
+       the arrays: IndexError, as the reference's offsets[previous]) fails */
+    result = NULL;
+    if (PyObject_GetBuffer(offsets, &held, PyBUF_SIMPLE) < 0)
+        goto done;
+    holding = 1;
+    const int64_t *old_offsets = held.buf;
+    Py_ssize_t base = held.len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t added = 0;
+    int64_t *new_offsets = new_vals, *new_stamps = new_vals + count, *new_previous = new_vals + 2 * count;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t offset = rec[key_record[i]], store_ms = rec[records + key_record[i]];
+        uint64_t h = 0;
+        for (int b = 0; b < 8; b++)
+            h = h << 8 | digests[8 * i + b];
+        PyObject *hashed = PyLong_FromUnsignedLongLong(h);
+        if (hashed == NULL)
+            goto done;
+        PyObject *before = PyDict_GetItemWithError(head, hashed); /* borrowed */
+        Py_ssize_t last = -1;
+        if (before == NULL && PyErr_Occurred()) {
+            Py_DECREF(hashed);
+            goto done;
+        }
+        if (before != NULL) {
+            last = PyLong_AsSsize_t(before);
+            if (last == -1 && PyErr_Occurred()) {
+                Py_DECREF(hashed);
+                goto done;
+            }
+        }
+        if (last >= 0) {
+            if (last >= base + added) {
+                Py_DECREF(hashed);
+                PyErr_SetString(PyExc_IndexError, "array index out of range");
+                goto done;
+            }
+            int64_t at = last < base ? old_offsets[last] : new_offsets[last - base];
+            if (at >= offset) {
+                Py_DECREF(hashed);
+                continue; /* the same key twice in a record, or a replay */
+            }
+        }
+        PyObject *position = PyLong_FromSsize_t(base + added);
+        if (position == NULL) {
+            Py_DECREF(hashed);
+            goto done;
+        }
+        int rc = PyDict_SetItem(head, hashed, position);
+        Py_DECREF(position);
+        Py_DECREF(hashed);
+        if (rc < 0)
+            goto done;
+        new_offsets[added] = offset;
+        new_stamps[added] = store_ms;
+        new_previous[added] = (int64_t)last;
+        unsigned char *out = entries + 24 * added;
+        memcpy(out, digests + 8 * i, 8);
+        put_u64(out + 8, (uint64_t)offset);
+        put_u64(out + 16, (uint64_t)store_ms);
+        added++;
+    }
+    PyBuffer_Release(&held);
+    holding = 0;
+    if (added) {
+        if (extend_q(offsets, new_offsets, added) < 0 || extend_q(stamps, new_stamps, added) < 0
+            || extend_q(previous, new_previous, added) < 0)
+            goto done;
+        Py_ssize_t used = PyByteArray_GET_SIZE(pending);
+        if (PyByteArray_Resize(pending, used + 24 * added) < 0)
+            goto done;
+        memcpy(PyByteArray_AS_STRING(pending) + used, entries, (size_t)(24 * added));
+    }
+    result = Py_True;
+done:
+    if (holding)
+        PyBuffer_Release(&held);
+    PyMem_Free(miss_out);
+    PyMem_Free(entries);
+    PyMem_Free(new_vals);
+    PyMem_Free(outs);
+    PyMem_Free(lens);
+    PyMem_Free(ptrs);
+    PyMem_Free(key_objs);
+    PyMem_Free(slots);
+    PyMem_Free(key_record);
+    PyMem_Free(digests);
+    PyMem_Free(rec);
+    Py_XINCREF(result);
+    return result;
+}
+
+/* put_unit(pending, offset, size, tags_code) -> None: one ConsumeQueue unit (consume_queue.UNIT:
+   offset i64, size i32, tags code i64, big-endian) appended to the bytearray pending, as
+   pending += UNIT.pack(offset, size, tags_code); struct.error on a value out of range, pending
+   unchanged, as struct.pack does */
+static PyObject *py_put_unit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyByteArray_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "put_unit(pending: bytearray, offset, size, tags_code)");
+        return NULL;
+    }
+    int64_t offset, size, code;
+    if (get_int(args[1], 64, &offset) < 0 || get_int(args[2], 32, &size) < 0 || get_int(args[3], 64, &code) < 0)
+        return NULL;
+    PyObject *pending = args[0];
+    Py_ssize_t used = PyByteArray_GET_SIZE(pending);
+    if (PyByteArray_Resize(pending, used + 20) < 0)
+        return NULL;
+    unsigned char *out = (unsigned char *)PyByteArray_AS_STRING(pending) + used;
+    put_u64(out, (uint64_t)offset);
+    put_u32(out + 8, (uint32_t)size);
+    put_u64(out + 12, (uint64_t)code);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"encode_batch", (PyCFunction)(void (*)(void))py_encode_batch, METH_FASTCALL,
      "Encode a batch's records into buf (see the module's source)."},
@@ -1449,6 +1679,10 @@ static PyMethodDef methods[] = {
      "The key index's entries of one record's keys (index.KeyIndex.add_py's steps)."},
     {"index_add_fresh", (PyCFunction)(void (*)(void))py_index_add_fresh, METH_FASTCALL,
      "A batch's key index entries when every key is fresh (KeyIndex.add_batch's columnar path), or False."},
+    {"index_add_rows", (PyCFunction)(void (*)(void))py_index_add_rows, METH_FASTCALL,
+     "index_add of several records' keys in one call (KeyIndex.add_rows), or False (unchanged)."},
+    {"put_unit", (PyCFunction)(void (*)(void))py_put_unit, METH_FASTCALL,
+     "One ConsumeQueue unit appended to a bytearray (pending += UNIT.pack(...))."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -62,3 +62,14 @@ def index_add_fresh(
     record_offsets: Sequence[int],
     store_ms: int,
 ) -> bool: ...
+def index_add_rows(
+    head: dict[int, int],
+    offsets: array[int],
+    stamps: array[int],
+    previous: array[int],
+    pending: bytearray,
+    rows: list[Sequence[str]],
+    record_offsets: list[int],
+    record_stamps: list[int],
+) -> bool: ...
+def put_unit(pending: bytearray, offset: int, size: int, tags_code: int) -> None: ...

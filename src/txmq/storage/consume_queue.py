@@ -104,9 +104,11 @@ class ConsumeQueue:
     @property
     def max_offset(self) -> int:
         """The next queue offset (one past the last unit)."""
-        if not self.files:
+        files = self.files
+        if not files:
             return self.min_offset
-        return self.files[-1].base + self.files[-1].count + len(self._pending) // UNIT_BYTES
+        last = files[-1]  # its count read once (a handle size call), not through the property twice
+        return last.base + last.handle.size() // UNIT_BYTES + len(self._pending) // UNIT_BYTES
 
     def _refresh_max_physical(self) -> None:
         while self.files and self.files[-1].count == 0 and len(self.files) > 1:
@@ -192,7 +194,10 @@ class ConsumeQueue:
             )
         if not self.files and not self._pending:
             self._new_file(queue_offset)
-        self._pending += UNIT.pack(physical_offset, size, tags_code)
+        if BATCHENC is not None:  # the unit appended in place by one C call (no bytes object)
+            BATCHENC.put_unit(self._pending, physical_offset, size, tags_code)
+        else:
+            self._pending += UNIT.pack(physical_offset, size, tags_code)
         self.max_physical_offset = physical_offset
         return True
 

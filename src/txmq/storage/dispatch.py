@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Sequence
 
 from txmq.common.errors import StoreFenced
 from txmq.storage.api import ArrivalListener
@@ -34,13 +35,25 @@ class Dispatcher:
         pending = self.log.pending
         touched: dict[tuple[str, int], ConsumeQueue] = {}
         count = 0
+        index = self.index
+        # the single appends' index keys, gathered and added by one add_rows (before a batch or a
+        # run adds its own, and before the index is written: the entries stay in log order)
+        rows: list[Sequence[str]] = []
+        row_offsets: list[int] = []
+        row_stamps: list[int] = []
         try:
             while pending and pending[0].physical_offset + pending[0].size <= limit:
                 entry = pending.popleft()
                 if isinstance(entry, BatchEntry):
+                    if rows:
+                        index.add_rows(rows, row_offsets, row_stamps)
+                        rows, row_offsets, row_stamps = [], [], []
                     count += self._dispatch_batch(entry, touched)
                     continue
                 if pending and _follows(pending[0], entry, limit):
+                    if rows:
+                        index.add_rows(rows, row_offsets, row_stamps)
+                        rows, row_offsets, row_stamps = [], [], []
                     entry = self._dispatch_run(entry, pending, limit, touched)
                     count += self._run_count
                     continue
@@ -48,12 +61,16 @@ class Dispatcher:
                 queue = touched.get(key) or self.queues.get_or_create(entry.topic, entry.queue_id)
                 if queue.put(entry.queue_offset, entry.physical_offset, entry.size, entry.tags_code):
                     touched[key] = queue
-                self.index.add(
-                    entry.topic, entry.properties, entry.physical_offset, entry.store_ms, entry.index_keys
-                )
+                if entry.physical_offset > index.last_offset:  # not a replay (add would skip it)
+                    keys = entry.index_keys
+                    rows.append(index.keys_fn(entry.topic, entry.properties) if keys is None else keys)
+                    row_offsets.append(entry.physical_offset)
+                    row_stamps.append(entry.store_ms)
                 count += 1
             if count == 0:
                 return 0
+            if rows:
+                index.add_rows(rows, row_offsets, row_stamps)
             for queue in touched.values():
                 queue.write()
             self.index.write()

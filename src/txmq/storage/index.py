@@ -215,6 +215,30 @@ class KeyIndex:
             return
         self._add_keys_py(keys, physical_offset, store_ms)
 
+    @property
+    def last_offset(self) -> int:
+        """The newest record offset indexed (-1: none): :meth:`add` skips a record at or below it."""
+        return self._last_offset
+
+    def add_rows(self, rows: list[Sequence[str]], offsets: list[int], stamps: list[int]) -> None:
+        """:meth:`add` of several records whose keys are known (``rows[i]`` at ``offsets[i]``, stored
+        at ``stamps[i]``; ascending offsets: the dispatcher's single appends of one group): with the C
+        extension one call (``_batchenc.index_add_rows``: the digests four at a time, the arrays and
+        the pending entries extended once); record by record (the reference) without it, for a
+        replay, or whenever the call declines (it then changed nothing)."""
+        if not offsets:
+            return
+        if BATCHENC is not None and offsets[0] > self._last_offset:
+            active = self.active
+            if BATCHENC.index_add_rows(
+                active.head, active.offsets, active.stamps, active.previous, self._pending, rows, offsets,
+                stamps,
+            ):  # fmt: skip
+                self._last_offset = offsets[-1]
+                return
+        for keys, offset, store_ms in zip(rows, offsets, stamps, strict=True):
+            self.add("", b"", offset, store_ms, keys)
+
     def _add_keys_py(self, keys: Sequence[str], physical_offset: int, store_ms: int) -> None:
         """The entries of one record's keys, key by key: the reference of ``_batchenc.index_add``."""
         for key in keys:
