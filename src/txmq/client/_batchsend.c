@@ -4,6 +4,8 @@
  *   results(ids, queue, base, transaction_id, msg_id, recall_handle) -> list[SendResult] | None
  *   plain_total(messages, topic, body_max) -> int
  *   plain_batch(messages, prefix, sequence, id_tail, properties_max, empty) -> (body, ids) | None
+ *   plain_single(message, transactional, head, now_ms, before, prefix, sequence, after, empty)
+ *       -> (ext, body, id) | None   (see py_plain_single)
  *
  * results() gives what _single.results_py gives for the same arguments (the reference: the batch
  * half of _single.send_results): for i in range(len(ids)), SendResult(ids[i], queue, base + i,
@@ -135,6 +137,144 @@ static inline void put_be32(char *at, uint32_t value)
     at[3] = (char)value;
 }
 
+/* count_type loaded (1), itertools.count not a type (0), or an error set (-1) */
+static int load_count_type(void)
+{
+    if (count_type != NULL)
+        return 1;
+    PyObject *itertools = PyImport_ImportModule("itertools");
+    if (itertools == NULL)
+        return -1;
+    PyObject *found = PyObject_GetAttrString(itertools, "count");
+    Py_DECREF(itertools);
+    if (found == NULL)
+        return -1;
+    if (!PyType_Check(found)) {
+        Py_DECREF(found);
+        return 0;
+    }
+    count_type = (PyTypeObject *)found; /* kept for the module's life */
+    return 1;
+}
+
+static const char HEX[] = "0123456789ABCDEF";
+
+/* the next number of sequence (an exact itertools.count) & 0xFFFFFFFF written as 8 upper-case hex digits
+ * at text; -1 with an exception set */
+static int next_hex8(PyObject *sequence, char *text)
+{
+    PyObject *next = PyIter_Next(sequence);
+    if (next == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the id sequence ended");
+        return -1;
+    }
+    unsigned long long number = PyLong_Check(next) ? PyLong_AsUnsignedLongLongMask(next) : (unsigned long long)-1;
+    int bad = !PyLong_Check(next) || (number == (unsigned long long)-1 && PyErr_Occurred());
+    Py_DECREF(next);
+    if (bad) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "the id sequence gave a non-int");
+        return -1;
+    }
+    uint32_t seq = (uint32_t)(number & 0xFFFFFFFFu);
+    for (int d = 0; d < 8; d++)
+        text[d] = HEX[(seq >> (28 - 4 * d)) & 0xF];
+    return 0;
+}
+
+#define BORN_DIGITS 13
+
+/* plain_single(message, transactional, head, now_ms, before, prefix, sequence, after) -> (ext, body, id) | None
+ *
+ * One plain message's SEND_MESSAGE_V2 extFields (ROCKETMQ binary), as _single.BinarySendHeaders.request_py
+ * renders them: head + the born time's 13 digits + before + id + after, the id prefix + "%08X" %
+ * (next(sequence) & 0xFFFFFFFF) (what msgid.new_message_id makes). head ends with the born time pair's key and
+ * length, before holds the properties pair's key and length for a 34-character id, after the rest (the
+ * caller's cached parts of its group, queue and transaction flag). None, with nothing taken from sequence,
+ * unless message is exactly a Message with no id, tags, group, delivery time, delay level or check immunity,
+ * empty properties (``empty`` or an exact empty dict), no keys (the empty tuple), a bytes body and
+ * ``transactional`` (True or False) in its transactional slot; now_ms an int of 13 digits; prefix an ASCII str
+ * of 26 characters; sequence an exact itertools.count; head, before and after bytes. body is the message's
+ * own (bytes(body) is that object). */
+static PyObject *py_plain_single(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError,
+                        "plain_single(message, transactional, head, now_ms, before, prefix, sequence, after, empty)");
+        return NULL;
+    }
+    PyObject *m = args[0], *transactional = args[1], *head = args[2], *before = args[4], *prefix = args[5];
+    PyObject *sequence = args[6], *after = args[7], *empty = args[8];
+    int counted = load_count_type();
+    if (counted < 0)
+        return NULL;
+    if (counted == 0 || message_type == NULL || Py_TYPE(m) != message_type || Py_TYPE(sequence) != count_type ||
+        (transactional != Py_True && transactional != Py_False) || !PyBytes_CheckExact(head) ||
+        !PyBytes_CheckExact(before) || !PyBytes_CheckExact(after) || !PyLong_CheckExact(args[3]) ||
+        !PyUnicode_CheckExact(prefix) || !PyUnicode_IS_COMPACT_ASCII(prefix) ||
+        PyUnicode_GET_LENGTH(prefix) != ID_PREFIX_CHARS)
+        Py_RETURN_NONE;
+    PyObject *body = slot(m, message_offsets[M_BODY]), *keys = slot(m, message_offsets[M_KEYS]);
+    PyObject *props = slot(m, message_offsets[M_PROPS]);
+    if (body == NULL || keys == NULL || props == NULL || !PyBytes_CheckExact(body) ||
+        slot(m, message_offsets[M_ID]) != Py_None || slot(m, message_offsets[M_TAGS]) != Py_None ||
+        !PyTuple_CheckExact(keys) || PyTuple_GET_SIZE(keys) || slot(m, message_offsets[M_GROUP]) != Py_None ||
+        slot(m, message_offsets[M_DELIVER]) != Py_None || slot(m, message_offsets[M_DELAY]) != Py_None ||
+        slot(m, message_offsets[M_TRANSACTIONAL]) != transactional ||
+        slot(m, message_offsets[M_IMMUNITY]) != Py_None || !empty_properties(props, empty))
+        Py_RETURN_NONE;
+    int overflow = 0;
+    long long now = PyLong_AsLongLongAndOverflow(args[3], &overflow);
+    if (now == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow || now < 1000000000000LL || now > 9999999999999LL)
+        Py_RETURN_NONE; /* str(now) is not 13 digits: head's length bytes do not fit it */
+    Py_ssize_t head_len = PyBytes_GET_SIZE(head), before_len = PyBytes_GET_SIZE(before);
+    Py_ssize_t after_len = PyBytes_GET_SIZE(after);
+    if (head_len > PY_SSIZE_T_MAX / 4 || before_len > PY_SSIZE_T_MAX / 4 || after_len > PY_SSIZE_T_MAX / 4)
+        Py_RETURN_NONE;
+    PyObject *id = PyUnicode_New(ID_CHARS, 127);
+    if (id == NULL)
+        return NULL;
+    char *text = (char *)PyUnicode_DATA(id);
+    memcpy(text, PyUnicode_DATA(prefix), ID_PREFIX_CHARS);
+    if (next_hex8(sequence, text + ID_PREFIX_CHARS) < 0) {
+        Py_DECREF(id);
+        return NULL;
+    }
+    PyObject *ext = PyBytes_FromStringAndSize(NULL, head_len + BORN_DIGITS + before_len + ID_CHARS + after_len);
+    if (ext == NULL) {
+        Py_DECREF(id);
+        return NULL;
+    }
+    char *at = PyBytes_AS_STRING(ext);
+    memcpy(at, PyBytes_AS_STRING(head), (size_t)head_len);
+    at += head_len;
+    for (int d = BORN_DIGITS - 1; d >= 0; d--) {
+        at[d] = (char)('0' + now % 10);
+        now /= 10;
+    }
+    at += BORN_DIGITS;
+    memcpy(at, PyBytes_AS_STRING(before), (size_t)before_len);
+    at += before_len;
+    memcpy(at, text, ID_CHARS);
+    at += ID_CHARS;
+    memcpy(at, PyBytes_AS_STRING(after), (size_t)after_len);
+    PyObject *made = PyTuple_New(3);
+    if (made == NULL) {
+        Py_DECREF(ext);
+        Py_DECREF(id);
+        return NULL;
+    }
+    Py_INCREF(body);
+    PyTuple_SET_ITEM(made, 0, ext);
+    PyTuple_SET_ITEM(made, 1, body);
+    PyTuple_SET_ITEM(made, 2, id);
+    return made;
+}
+
 static PyObject *py_plain_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
@@ -146,21 +286,10 @@ static PyObject *py_plain_batch(PyObject *self, PyObject *const *args, Py_ssize_
     Py_ssize_t properties_max = PyLong_AsSsize_t(args[4]);
     if (properties_max == -1 && PyErr_Occurred())
         return NULL;
-    if (count_type == NULL) {
-        PyObject *itertools = PyImport_ImportModule("itertools");
-        if (itertools == NULL)
-            return NULL;
-        PyObject *found = PyObject_GetAttrString(itertools, "count");
-        Py_DECREF(itertools);
-        if (found == NULL)
-            return NULL;
-        if (!PyType_Check(found)) {
-            Py_DECREF(found);
-            Py_RETURN_NONE;
-        }
-        count_type = (PyTypeObject *)found; /* kept for the module's life */
-    }
-    if (message_type == NULL || (!PyList_CheckExact(messages) && !PyTuple_CheckExact(messages)) ||
+    int counted = load_count_type();
+    if (counted < 0)
+        return NULL;
+    if (counted == 0 || message_type == NULL || (!PyList_CheckExact(messages) && !PyTuple_CheckExact(messages)) ||
         !PyUnicode_CheckExact(prefix) || !PyUnicode_IS_COMPACT_ASCII(prefix) ||
         PyUnicode_GET_LENGTH(prefix) != ID_PREFIX_CHARS || !PyBytes_CheckExact(id_tail) ||
         Py_TYPE(sequence) != count_type)
@@ -199,7 +328,6 @@ static PyObject *py_plain_batch(PyObject *self, PyObject *const *args, Py_ssize_
         Py_DECREF(ids);
         return NULL;
     }
-    static const char HEX[] = "0123456789ABCDEF";
     const char *head = (const char *)PyUnicode_DATA(prefix);
     const char *tail = PyBytes_AS_STRING(id_tail);
     char *at = PyBytes_AS_STRING(out), *end = at + size;
@@ -400,6 +528,8 @@ static PyMethodDef methods[] = {
      "The body bytes of a batch of plain messages of one topic, or -1."},
     {"plain_batch", (PyCFunction)(void (*)(void))py_plain_batch, METH_FASTCALL,
      "A plain batch's fresh ids and SEND_BATCH_MESSAGE body in one pass, or None."},
+    {"plain_single", (PyCFunction)(void (*)(void))py_plain_single, METH_FASTCALL,
+     "A plain message's SEND_MESSAGE_V2 binary extFields, body and fresh id in one call, or None."},
     {NULL, NULL, 0, NULL},
 };
 

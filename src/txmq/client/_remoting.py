@@ -77,8 +77,8 @@ def _half_log_offset(ref: TransactionRef) -> int:
     """The half's CommitLog offset: known from the send, else read from its offset message id (-1)."""
     offset = ref.commit_log_offset
     if offset < 0 and ref.offset_message_id:
-        parsed = msgid.parse_offset_message_id(ref.offset_message_id)
-        offset = parsed[2] if parsed else -1
+        parsed = msgid.offset_of_offset_message_id(ref.offset_message_id)
+        offset = -1 if parsed is None else parsed
     return offset
 
 

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from txmq.client import _remoting_convert as conv
-from txmq.common import limits, msgid, names
+from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
 from txmq.common.fastinit import slot_maker
 from txmq.common.message import EMPTY_PROPERTIES, Message, MessageQueue, SendResult
 from txmq.protocol.remoting import headers
-from txmq.protocol.remoting.codes import ResponseCode
+from txmq.protocol.remoting.codes import TRANSACTION_PREPARED_TYPE, ResponseCode
 from txmq.protocol.remoting.command import RemotingCommand
 from txmq.protocol.remoting.frame import binary_ext, binary_pair, json_quote
 from txmq.protocol.remoting.status import error_for_response
@@ -154,6 +154,7 @@ _BORN_DIGITS: Final = 13
 _BORN_KEY: Final = binary_pair("g", "0" * _BORN_DIGITS)[:-_BORN_DIGITS]
 _ID_CHARS: Final = 34
 _PROPERTIES_KEY: Final = binary_pair("i", "")[:-4]
+_NOT_SPLIT: Final = (b"", b"", b"")  # plain_frame_parts' None, kept (a real head is never empty)
 
 
 class BinarySendHeaders:
@@ -166,6 +167,8 @@ class BinarySendHeaders:
         self._parts: dict[tuple[str, str, int, int, str], tuple[bytes, bytes]] = {}
         self._plain: dict[tuple[str, bool], tuple[str, str] | None] = {}
         self._plain_bytes: dict[tuple[str, bool], tuple[bytes, bytes]] = {}
+        # (group, topic, queue id, broker name, transactional) -> plain_frame_parts(...), for plain_single
+        self._plain_frames: dict[tuple[str, str, int, str, bool], tuple[bytes, bytes, bytes]] = {}
         self._max_entries = max_entries
 
     def plain_properties(self, producer_group: str, transactional: bool) -> tuple[str, str] | None:
@@ -210,12 +213,63 @@ class BinarySendHeaders:
             self._parts[key] = parts
         return parts
 
+    def plain_frame_parts(
+        self, producer_group: str, mq: MessageQueue, queue_id: int, transactional: bool
+    ) -> tuple[bytes, bytes, bytes] | None:
+        """A plain message's header bytes around its born time and id, as ``request_py`` joins them:
+        (the pairs before the born time and the born time pair's key and length; from after the born
+        time to the id; after the id), kept per (group, queue, transaction flag); None when its
+        properties do not split around the id (then ``request_py`` goes the general way)."""
+        key = (producer_group, mq.topic, queue_id, mq.broker_name, transactional)
+        kept = self._plain_frames.get(key)
+        if kept is not None:  # one lookup; _NOT_SPLIT kept for a group whose properties do not split
+            return kept if kept[0] else None
+        if len(self._plain_frames) >= self._max_entries:
+            self._plain_frames.clear()
+        sys_flag = TRANSACTION_PREPARED_TYPE if transactional else 0  # conv.sys_flag_of's
+        head, tail = self.parts(producer_group, mq, queue_id, sys_flag)
+        made: tuple[bytes, bytes, bytes] | None = None
+        try:
+            around = self.plain_properties(producer_group, transactional)
+            if around is not None:
+                before, after = self.plain_pairs(producer_group, transactional, around)
+                made = (head + _BORN_KEY, before, after + tail)
+        except (errors.TxmqError, ValueError):
+            made = None  # a group the properties refuse: request_py raises that for a plain message
+        self._plain_frames[key] = _NOT_SPLIT if made is None else made
+        return made
+
     def request(
         self, mq: MessageQueue, message: Message, producer_group: str, queue_id: int
     ) -> tuple[bytes, bytes, str]:
         """One message's SEND_MESSAGE_V2 header as ``frame.binary_ext`` bytes, its body and its message
-        id: the constant pairs once per queue, only the time and the properties per message."""
-        now = int(time.time() * 1000)
+        id: a plain message's in one C call (``_batchsend.plain_single``: its checks, the id, the born
+        time and the header's cached parts joined), else (or without the extension) ``request_py``,
+        the reference (tests/property/test_plain_single_native.py holds them byte-identical)."""
+        if _PLAIN_SINGLE is not None:
+            now = int(time.time() * 1000)
+            transactional = message.transactional
+            parts = self.plain_frame_parts(producer_group, mq, queue_id, transactional)
+            if parts is not None:
+                made: tuple[bytes, bytes, str] | None = _PLAIN_SINGLE(
+                    message, transactional, parts[0], now, parts[1], msgid.id_prefix(now), msgid.SEQUENCE,
+                    parts[2], EMPTY_PROPERTIES,
+                )  # fmt: skip
+                if made is not None:
+                    return made
+            return self._request_at(mq, message, producer_group, queue_id, now)
+        return self.request_py(mq, message, producer_group, queue_id)
+
+    def request_py(
+        self, mq: MessageQueue, message: Message, producer_group: str, queue_id: int
+    ) -> tuple[bytes, bytes, str]:
+        """``request`` in Python: the constant pairs once per queue, only the time and the properties
+        per message."""
+        return self._request_at(mq, message, producer_group, queue_id, int(time.time() * 1000))
+
+    def _request_at(
+        self, mq: MessageQueue, message: Message, producer_group: str, queue_id: int, now: int
+    ) -> tuple[bytes, bytes, str]:
         head, tail = self.parts(producer_group, mq, queue_id, conv.sys_flag_of(message))
         given = message.message_id
         around = None
@@ -402,6 +456,7 @@ _PLAIN_BATCH: Final[Any] = None if _BATCHSEND is None else _BATCHSEND.plain_batc
 # without one (None) are not kept, and only the first _ID_TAILS_MAX groups are
 _ID_TAILS: Final[dict[str, bytes]] = {}
 _ID_TAILS_MAX: Final = 64
+_PLAIN_SINGLE: Final[Any] = None if _BATCHSEND is None else getattr(_BATCHSEND, "plain_single", None)
 
 
 def plain_batch(

@@ -100,10 +100,13 @@ def half_view_at(message: Message, half: SendResult, now: int) -> MessageView:
     store_timestamp_ms=now, tags=message.tags, keys=message.keys, properties=message.properties,
     message_type=MessageType.TRANSACTION, transaction_id=half.transaction_id)``, the other fields at
     their defaults."""
-    parsed = msgid.parse_offset_message_id(half.offset_message_id or "")
+    offset = msgid.offset_of_offset_message_id(half.offset_message_id or "")
+    body = message.body
+    if type(body) is not bytes:  # bytes(body) is body itself for exact bytes (no call for it)
+        body = bytes(body)
     view: MessageView = _MAKE_VIEW(
-        message.topic, bytes(message.body), half.message_id, half.queue.queue_id, half.queue_offset,
-        parsed[2] if parsed else -1, now, now, message.tags, message.keys, message.properties, None,
+        message.topic, body, half.message_id, half.queue.queue_id, half.queue_offset,
+        -1 if offset is None else offset, now, now, message.tags, message.keys, message.properties, None,
         None, MessageType.TRANSACTION, 0, 1, None, half.transaction_id, "", "", 0, None,
     )  # fmt: skip
     return view

@@ -14,6 +14,7 @@ import socket
 import struct
 import threading
 import uuid
+from typing import Final
 
 _EPOCH_2021_S = 1_609_459_200
 _lock = threading.Lock()
@@ -91,3 +92,24 @@ def parse_offset_message_id(message_id: str) -> tuple[str, int, int] | None:
         return None
     port, offset = struct.unpack(">iq", raw[4:])
     return socket.inet_ntoa(raw[:4]), port, offset
+
+
+_U64: Final = 0xFFFF_FFFF_FFFF_FFFF
+
+
+def offset_of_offset_message_id(message_id: str) -> int | None:
+    """The commit-log offset of an offset message id, or None if it is not one: what
+    ``parse_offset_message_id(message_id)[2]`` gives (tests/property/test_msgid_offset.py), without
+    ``bytes.fromhex``, ``struct`` and ``inet_ntoa`` (only the offset is needed for a half's view and
+    its END_TRANSACTION). 32 ASCII letters and digits, none an ``x`` (``int(..., 16)`` would read a
+    ``0x`` prefix ``fromhex`` refuses), are hex exactly when ``int(..., 16)`` reads them."""
+    if len(message_id) != 32 or not message_id.isascii() or not message_id.isalnum():
+        return None
+    if "x" in message_id or "X" in message_id:
+        return None
+    try:
+        value = int(message_id, 16)
+    except ValueError:
+        return None
+    offset = value & _U64
+    return offset - (1 << 64) if offset >> 63 else offset

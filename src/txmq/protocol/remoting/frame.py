@@ -246,7 +246,23 @@ def encode_binary_request(
     code: int, language: LanguageCode, version: int, opaque: int, flag: int, ext: bytes, body: bytes
 ) -> bytes:
     """``encode`` of a ROCKETMQ request without remark whose extFields are already rendered as
-    ``ext`` (``binary_ext``): one pack of the prefix and the fixed header."""
+    ``ext`` (``binary_ext``): one C call (``_hdrmap.binary_request``: the frame in one allocation, no
+    struct pack and join) when the module is built and the values fit, else
+    :func:`encode_binary_request_py`, the reference (tests/property/test_hdrmap_native.py holds them
+    byte-identical), which also raises what a value that does not fit means."""
+    if _BINARY_REQUEST is not None:
+        data: bytes | None = _BINARY_REQUEST(
+            code, language, version, opaque, flag, ext, body, limits.frame_bytes_max
+        )
+        if data is not None:
+            return data
+    return encode_binary_request_py(code, language, version, opaque, flag, ext, body)
+
+
+def encode_binary_request_py(
+    code: int, language: LanguageCode, version: int, opaque: int, flag: int, ext: bytes, body: bytes
+) -> bytes:
+    """``encode_binary_request`` in Python: one pack of the prefix and the fixed header."""
     if not (-0x8000 <= code <= 0x7FFF and -0x8000 <= version <= 0x7FFF):
         raise LocalProtocolError(
             f"code {code} / version {version} do not fit the ROCKETMQ header's 16-bit fields"
@@ -527,6 +543,18 @@ def _load_send_answer() -> Any:
 
 
 _SEND_ANSWER: Final[Any] = _load_send_answer()
+
+
+def _load_binary_request() -> Any:
+    """The C renderer of a ROCKETMQ request frame (``_hdrmap.binary_request``) or None (not built, or
+    ``TXMQ_PURE=1``): then :func:`encode_binary_request_py` renders every one."""
+    try:
+        return importlib.import_module("txmq.protocol.remoting._hdrmap").binary_request
+    except (ImportError, AttributeError):
+        return None
+
+
+_BINARY_REQUEST: Final[Any] = _load_binary_request()
 
 
 def _binary_map(data: bytes, pos: int) -> dict[str, str]:
