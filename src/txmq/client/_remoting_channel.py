@@ -30,7 +30,7 @@ import collections
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import Final
+from typing import Final, NoReturn
 
 from txmq.client._backoff import Backoff
 from txmq.common import errors, limits
@@ -285,9 +285,7 @@ class RemotingChannel(asyncio.BufferedProtocol):
         try:
             self._out().write(data)
         except (OSError, RuntimeError) as exc:
-            self._fail(f"write failed: {exc}")
-            future.exception()  # failed just above; raised here instead
-            raise errors.ConnectionError_(f"connection to {self.addr} failed: {exc}") from None
+            self._write_failed(exc, future)
         return future
 
     def _started_parts(
@@ -306,10 +304,15 @@ class RemotingChannel(asyncio.BufferedProtocol):
         try:
             self._out().writelines((head, body))
         except (OSError, RuntimeError) as exc:
-            self._fail(f"write failed: {exc}")
-            future.exception()  # failed just above; raised here instead
-            raise errors.ConnectionError_(f"connection to {self.addr} failed: {exc}") from None
+            self._write_failed(exc, future)
         return future
+
+    def _write_failed(self, exc: Exception, future: asyncio.Future[RemotingCommand]) -> NoReturn:
+        """A request's first write failed: the channel fails (``future`` with it) and the caller gets
+        ``ConnectionError_``."""
+        self._fail(f"write failed: {exc}")
+        future.exception()  # failed just above; raised here instead
+        raise errors.ConnectionError_(f"connection to {self.addr} failed: {exc}") from None
 
     def _track_deadline(self, opaque: int, code: int, timeout_s: float) -> None:
         """Remember when ``opaque`` times out. Requests of one timeout expire in the order they were

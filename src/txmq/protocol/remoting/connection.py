@@ -219,36 +219,37 @@ class RemotingConnection:
             self._check_usable()  # raises in ERROR
             raise LocalProtocolError("cannot send on a closed connection")
 
-    def send(self, cmd: RemotingCommand) -> bytes:
-        """The bytes for ``cmd``; a two-way request becomes pending until its response arrives."""
+    def _admit(self, cmd: RemotingCommand) -> bool:
+        """Refuse ``cmd`` on a connection that is not open or, for a two-way request, whose opaque is
+        pending or whose pending requests are at the limit; True for a two-way request (the caller
+        makes it pending once its bytes are made)."""
         if self._state is not ConnectionState.OPEN:
             self._check_usable()  # raises in ERROR
             raise LocalProtocolError("cannot send on a closed connection")
-        if not cmd.flag & (RPC_TYPE | RPC_ONEWAY):
-            if cmd.opaque in self._pending:
-                raise LocalProtocolError(f"opaque {cmd.opaque} is already pending")
-            if len(self._pending) >= self.max_pending:
-                raise LocalProtocolError(f"{len(self._pending)} requests pending, the limit")
-            data = frame.encode(cmd)
+        if cmd.flag & (RPC_TYPE | RPC_ONEWAY):
+            return False
+        if cmd.opaque in self._pending:
+            raise LocalProtocolError(f"opaque {cmd.opaque} is already pending")
+        if len(self._pending) >= self.max_pending:
+            raise LocalProtocolError(f"{len(self._pending)} requests pending, the limit")
+        return True
+
+    def send(self, cmd: RemotingCommand) -> bytes:
+        """The bytes for ``cmd``; a two-way request becomes pending until its response arrives."""
+        two_way = self._admit(cmd)
+        data = frame.encode(cmd)
+        if two_way:
             self._pending[cmd.opaque] = cmd.code
-            return data
-        return frame.encode(cmd)
+        return data
 
     def send_parts(self, cmd: RemotingCommand) -> tuple[bytes, bytes]:
         """``send(cmd)`` as the frame's head and body, not joined (``frame.encode_parts``): the caller
         writes both, in this order. The same checks, errors and pending bookkeeping as ``send``."""
-        if self._state is not ConnectionState.OPEN:
-            self._check_usable()  # raises in ERROR
-            raise LocalProtocolError("cannot send on a closed connection")
-        if not cmd.flag & (RPC_TYPE | RPC_ONEWAY):
-            if cmd.opaque in self._pending:
-                raise LocalProtocolError(f"opaque {cmd.opaque} is already pending")
-            if len(self._pending) >= self.max_pending:
-                raise LocalProtocolError(f"{len(self._pending)} requests pending, the limit")
-            parts = frame.encode_parts(cmd)
+        two_way = self._admit(cmd)
+        parts = frame.encode_parts(cmd)
+        if two_way:
             self._pending[cmd.opaque] = cmd.code
-            return parts
-        return frame.encode_parts(cmd)
+        return parts
 
     # ------------------------------------------------------------------------------------------ receiving
 

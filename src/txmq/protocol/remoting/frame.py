@@ -520,41 +520,21 @@ def _int32(data: bytes, pos: int) -> int:
     return value - 0x100000000 if value > 0x7FFFFFFF else value
 
 
-def _load_hdrmap() -> Any:
-    """The C reader of the extFields pairs (``protocol/remoting/_hdrmap.c``, built beside the mypyc
-    modules) or None: not built, or ``TXMQ_PURE=1``. Without it every map takes
-    :func:`_binary_map_py`, the reference it is held to."""
+def _hdrmap_function(name: str) -> Any:
+    """A function of the C extension ``protocol/remoting/_hdrmap.c`` (built beside the mypyc modules), or
+    None: not built, or ``TXMQ_PURE=1``. Each has a Python reference that it is held to and that runs
+    without it."""
     try:
-        return importlib.import_module("txmq.protocol.remoting._hdrmap").binary_map
-    except ImportError:
-        return None
-
-
-_HDRMAP: Final[Any] = _load_hdrmap()
-
-
-def _load_send_answer() -> Any:
-    """The C renderer of a single send's answer (``_hdrmap.send_answer``) or None (not built, or
-    ``TXMQ_PURE=1``): then :func:`encode_send_response` renders every answer."""
-    try:
-        return importlib.import_module("txmq.protocol.remoting._hdrmap").send_answer
+        return getattr(importlib.import_module("txmq.protocol.remoting._hdrmap"), name)
     except (ImportError, AttributeError):
         return None
 
 
-_SEND_ANSWER: Final[Any] = _load_send_answer()
-
-
-def _load_binary_request() -> Any:
-    """The C renderer of a ROCKETMQ request frame (``_hdrmap.binary_request``) or None (not built, or
-    ``TXMQ_PURE=1``): then :func:`encode_binary_request_py` renders every one."""
-    try:
-        return importlib.import_module("txmq.protocol.remoting._hdrmap").binary_request
-    except (ImportError, AttributeError):
-        return None
-
-
-_BINARY_REQUEST: Final[Any] = _load_binary_request()
+# the extFields pairs' reader (else :func:`_binary_map_py`), a single send's answer (else
+# :func:`encode_send_response`) and a ROCKETMQ request frame (else :func:`encode_binary_request_py`)
+_HDRMAP: Final[Any] = _hdrmap_function("binary_map")
+_SEND_ANSWER: Final[Any] = _hdrmap_function("send_answer")
+_BINARY_REQUEST: Final[Any] = _hdrmap_function("binary_request")
 
 
 def _binary_map(data: bytes, pos: int) -> dict[str, str]:
