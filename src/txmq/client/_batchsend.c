@@ -127,6 +127,23 @@ static inline int empty_properties(PyObject *props, PyObject *empty)
     return props == empty || (PyDict_CheckExact(props) && PyDict_GET_SIZE(props) == 0);
 }
 
+/* The body (borrowed) of a message (of the Message class) that is plain: a bytes body, no id, tags, keys,
+ * group, delivery time, delay or check immunity, empty properties, and its transactional flag the object
+ * given (Py_True or Py_False); NULL (no error set) for any other. */
+static PyObject *plain_body(PyObject *m, PyObject *transactional, PyObject *empty)
+{
+    PyObject *body = slot(m, message_offsets[M_BODY]), *keys = slot(m, message_offsets[M_KEYS]);
+    PyObject *props = slot(m, message_offsets[M_PROPS]);
+    if (body == NULL || keys == NULL || props == NULL || !PyBytes_CheckExact(body) ||
+        slot(m, message_offsets[M_ID]) != Py_None || slot(m, message_offsets[M_TAGS]) != Py_None ||
+        !PyTuple_CheckExact(keys) || PyTuple_GET_SIZE(keys) || slot(m, message_offsets[M_GROUP]) != Py_None ||
+        slot(m, message_offsets[M_DELIVER]) != Py_None || slot(m, message_offsets[M_DELAY]) != Py_None ||
+        slot(m, message_offsets[M_TRANSACTIONAL]) != transactional ||
+        slot(m, message_offsets[M_IMMUNITY]) != Py_None || !empty_properties(props, empty))
+        return NULL;
+    return body;
+}
+
 static PyTypeObject *count_type; /* itertools.count, looked up at the first plain_batch() */
 
 static inline void put_be32(char *at, uint32_t value)
@@ -216,14 +233,8 @@ static PyObject *py_plain_single(PyObject *self, PyObject *const *args, Py_ssize
         !PyUnicode_CheckExact(prefix) || !PyUnicode_IS_COMPACT_ASCII(prefix) ||
         PyUnicode_GET_LENGTH(prefix) != ID_PREFIX_CHARS)
         Py_RETURN_NONE;
-    PyObject *body = slot(m, message_offsets[M_BODY]), *keys = slot(m, message_offsets[M_KEYS]);
-    PyObject *props = slot(m, message_offsets[M_PROPS]);
-    if (body == NULL || keys == NULL || props == NULL || !PyBytes_CheckExact(body) ||
-        slot(m, message_offsets[M_ID]) != Py_None || slot(m, message_offsets[M_TAGS]) != Py_None ||
-        !PyTuple_CheckExact(keys) || PyTuple_GET_SIZE(keys) || slot(m, message_offsets[M_GROUP]) != Py_None ||
-        slot(m, message_offsets[M_DELIVER]) != Py_None || slot(m, message_offsets[M_DELAY]) != Py_None ||
-        slot(m, message_offsets[M_TRANSACTIONAL]) != transactional ||
-        slot(m, message_offsets[M_IMMUNITY]) != Py_None || !empty_properties(props, empty))
+    PyObject *body = plain_body(m, transactional, empty);
+    if (body == NULL)
         Py_RETURN_NONE;
     int overflow = 0;
     long long now = PyLong_AsLongLongAndOverflow(args[3], &overflow);
@@ -306,14 +317,8 @@ static PyObject *py_plain_batch(PyObject *self, PyObject *const *args, Py_ssize_
         PyObject *m = items[i];
         if (Py_TYPE(m) != message_type)
             Py_RETURN_NONE;
-        PyObject *body = slot(m, message_offsets[M_BODY]), *keys = slot(m, message_offsets[M_KEYS]);
-        PyObject *props = slot(m, message_offsets[M_PROPS]);
-        if (body == NULL || keys == NULL || props == NULL || !PyBytes_CheckExact(body) ||
-            slot(m, message_offsets[M_ID]) != Py_None || slot(m, message_offsets[M_TAGS]) != Py_None ||
-            !PyTuple_CheckExact(keys) || PyTuple_GET_SIZE(keys) || slot(m, message_offsets[M_GROUP]) != Py_None ||
-            slot(m, message_offsets[M_DELIVER]) != Py_None || slot(m, message_offsets[M_DELAY]) != Py_None ||
-            slot(m, message_offsets[M_TRANSACTIONAL]) != Py_False || slot(m, message_offsets[M_IMMUNITY]) != Py_None ||
-            !empty_properties(props, empty))
+        PyObject *body = plain_body(m, Py_False, empty);
+        if (body == NULL)
             Py_RETURN_NONE;
         Py_ssize_t entry = 20 + PyBytes_GET_SIZE(body) + 2 + properties_len;
         if (entry > INT32_MAX || size > PY_SSIZE_T_MAX - entry)

@@ -61,30 +61,28 @@ _ROCKETMQ: Final = SerializeType.ROCKETMQ
 
 def encode(cmd: RemotingCommand) -> bytes:
     """One complete frame for ``cmd``, with the header serialization ``cmd.serialize_type`` names."""
-    if cmd.serialize_type is SerializeType.JSON:
-        header = encode_json_header(cmd)
-    else:
-        header = encode_binary_header(cmd)
-    body = cmd.body
-    length = 4 + len(header) + len(body)
-    if length > limits.frame_bytes_max:
-        raise LocalProtocolError(f"frame of {length} bytes exceeds the limit of {limits.frame_bytes_max}")
-    return b"".join((_PREFIX.pack(length, (cmd.serialize_type << 24) | len(header)), header, body))
+    prefix, header = _prefix_and_header(cmd)
+    return b"".join((prefix, header, cmd.body))
 
 
 def encode_parts(cmd: RemotingCommand) -> tuple[bytes, bytes]:
     """``encode(cmd)`` as its head (the prefix and the header) and its body, not joined: a large body
     goes to the socket as it is (``transport.writelines``) instead of being copied into one frame.
     ``head + body == encode(cmd)``; the same checks and errors."""
+    prefix, header = _prefix_and_header(cmd)
+    return prefix + header, cmd.body
+
+
+def _prefix_and_header(cmd: RemotingCommand) -> tuple[bytes, bytes]:
+    """The length prefix and the serialized header of ``cmd``'s frame; refuses a frame over the limit."""
     if cmd.serialize_type is SerializeType.JSON:
         header = encode_json_header(cmd)
     else:
         header = encode_binary_header(cmd)
-    body = cmd.body
-    length = 4 + len(header) + len(body)
+    length = 4 + len(header) + len(cmd.body)
     if length > limits.frame_bytes_max:
         raise LocalProtocolError(f"frame of {length} bytes exceeds the limit of {limits.frame_bytes_max}")
-    return _PREFIX.pack(length, (cmd.serialize_type << 24) | len(header)) + header, body
+    return _PREFIX.pack(length, (cmd.serialize_type << 24) | len(header)), header
 
 
 def encode_json_header(cmd: RemotingCommand) -> bytes:
