@@ -40,6 +40,7 @@ from txmq.broker.records import keys_of, split_host, to_view
 from txmq.broker.reput import committed_fields, to_real_topic
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
+from txmq.common.clock import now_ms_of
 from txmq.common.fastinit import tuple_maker
 from txmq.common.message import MessageView
 from txmq.storage.api import AppendResult, RecordFields, StoredRecord, StoredTuple
@@ -417,7 +418,7 @@ class TransactionService:
         )
         state = self._state_of(half_offset, half.queue_offset)
         outcome = apply_decision(state, decision, source)
-        now = self._clock.now_ms()
+        now = now_ms_of(self._clock)
         kind = EventKind.DECISION
         detail = ""
         error: errors.TxmqError | None = None
