@@ -98,7 +98,7 @@ def committed_fields(
         0 <= cut < len(data)
         and len(decoded) < limits.property_count_max
         and (cut == 0 or data[cut - 1] == 2)
-        and data.startswith(_REAL_TOPIC_PAIR, cut)
+        and data[cut : cut + len(_REAL_TOPIC_PAIR)] == _REAL_TOPIC_PAIR  # startswith(pair, cut)
         and props.DELAY not in decoded
         and props.TRANSACTION_ID not in decoded
     ):
