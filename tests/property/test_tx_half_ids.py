@@ -79,3 +79,18 @@ async def test_kept_half_ids_name_what_their_parse_names(tmp_path: Path) -> None
         assert all(service.kept_half_offset(r.transaction_id or "") == -1 for r in sent[2:])  # evicted
     finally:
         await broker.close()
+
+
+async def test_transaction_id_of_formats_every_offset_as_the_percent_format(tmp_path: Path) -> None:
+    """``transaction_id_of`` renders a log offset by its bytes' ``hex()`` (below ``2**62``) and by
+    ``%016X`` otherwise: the prefix and ``%016X`` of the offset either way (offsets at and around the
+    fast path's bound, past 2**63, at 2**64 and beyond, and negative ones)."""
+    broker = await Broker.open(BrokerConfig(data_dir=str(tmp_path / "d"), flush=FlushMode.ASYNC))
+    try:
+        service = broker.transactions
+        prefix = service.transaction_id_of(0)[:16]
+        edges = [0, 1, 15, 16, 2**32, 2**62 - 2, 2**62 - 1, 2**62, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**70]
+        for offset in edges + [-1, -(2**62), -(2**70)] + [(7**k) % 2**64 for k in range(60)]:
+            assert service.transaction_id_of(offset) == prefix + "%016X" % offset  # noqa: UP031
+    finally:
+        await broker.close()

@@ -16,17 +16,19 @@ from txmq.common.fastinit import tuple_maker
 from txmq.common.message import SysFlag
 from txmq.storage.api import PutRequest, RecordFields, StoredRecord, StoredTuple
 
-_ROUTING_KEYS = (props.REAL_TOPIC, props.REAL_QUEUE_ID, props.DELAY, props.TRAN_MSG)
-_SEP, _END = props.NAME_VALUE_SEPARATOR.encode(), props.PROPERTY_SEPARATOR.encode()
+# Final: compiled code reads these from C statics, not the module's dict
+_ROUTING_KEYS: Final = (props.REAL_TOPIC, props.REAL_QUEUE_ID, props.DELAY, props.TRAN_MSG)
+_SEP: Final = props.NAME_VALUE_SEPARATOR.encode()
+_END: Final = props.PROPERTY_SEPARATOR.encode()
 # b"\x02NAME\x01": where a pair starts in b"\x02" + canonical properties (nothing else can match)
 _ROUTING_MARKERS = tuple((key, _END + key.encode() + _SEP) for key in _ROUTING_KEYS)
-_TXID_MARKER = _END + props.TRANSACTION_ID.encode() + _SEP
-_TXID_PAIR = props.TRANSACTION_ID.encode() + _SEP
-_REAL_TOPIC_PAIR = props.REAL_TOPIC.encode() + _SEP  # how a half's routing tail starts
+_TXID_MARKER: Final = _END + props.TRANSACTION_ID.encode() + _SEP
+_TXID_PAIR: Final = props.TRANSACTION_ID.encode() + _SEP
+_REAL_TOPIC_PAIR: Final = props.REAL_TOPIC.encode() + _SEP  # how a half's routing tail starts
 # the routing pairs a half's properties end with (SendService._half_properties), around their values
 _HALF_TAIL: Final = (f"{props.REAL_TOPIC}\x01", f"\x02{props.REAL_QUEUE_ID}\x01", f"\x02{props.TRAN_MSG}\x01")
 # to_real_topic's sys_flag for a commit (the flag's commit bits are cleared; the offset stays)
-_COMMITTED_SYS_FLAG = int(SysFlag.TRANSACTION_COMMIT & ~SysFlag.TRANSACTION_ROLLBACK)
+_COMMITTED_SYS_FLAG: Final = int(SysFlag.TRANSACTION_COMMIT & ~SysFlag.TRANSACTION_ROLLBACK)
 
 
 def real_destination(decoded: dict[str, str], record: StoredRecord) -> tuple[str, int]:
@@ -96,7 +98,7 @@ def committed_fields(
         0 <= cut < len(data)
         and len(decoded) < limits.property_count_max
         and (cut == 0 or data[cut - 1] == 2)
-        and data.startswith(_REAL_TOPIC_PAIR, cut)
+        and data[cut : cut + len(_REAL_TOPIC_PAIR)] == _REAL_TOPIC_PAIR  # startswith(pair, cut)
         and props.DELAY not in decoded
         and props.TRANSACTION_ID not in decoded
     ):

@@ -24,7 +24,7 @@ from txmq.broker.reput import real_destination, to_real_topic
 from txmq.broker.topics import TopicConfig, TopicRegistry
 from txmq.common import errors, limits, msgid, names
 from txmq.common import properties as props
-from txmq.common.clock import Clock
+from txmq.common.clock import Clock, now_ms_of
 from txmq.common.fastinit import tuple_maker
 from txmq.common.message import (
     LeanMessage,
@@ -281,7 +281,7 @@ class SendService:
         check_content(len(body), tags, keys, None)
         topic = self._lane_resolve(topic_name, MessageType.TRANSACTION)
         queue_id = self._queue_for(None, topic, ctx.queue_id)
-        now = self._clock.now_ms()
+        now = now_ms_of(self._clock)
         # _properties, then _half_properties: the user's properties in their order, then the system ones
         # (none of which is a user's: the user's are the non-system ones)
         record = {k: v for k, v in properties.items() if k not in _HALF_DROPPED}

@@ -72,6 +72,8 @@ def _load_batchenc() -> Any:
 
 
 BATCHENC: Final[Any] = _load_batchenc()
+# its record encoder, bound once: compiled code calls it from a C static (no attribute read per record)
+_ENCODE_RECORD: Final[Any] = None if BATCHENC is None else BATCHENC.encode_record
 
 assert HEADER_BYTES == 76, "the layout diagram above must match the struct"
 assert RECORD_BYTES_MIN < RECORD_BYTES_MAX
@@ -115,12 +117,12 @@ def encode_into(
     written (struct's errors for a field out of range, ``OverflowError`` for a name too long, as the
     Python path raises them); without it, :func:`encode_into_py`, the reference the property tests
     hold it to (tests/property/test_encode_record_native.py)."""
-    if BATCHENC is None:
+    if _ENCODE_RECORD is None:
         return encode_into_py(
             buf, pos, fields, store_host=store_host, queue_offset=queue_offset,
             physical_offset=physical_offset, store_timestamp_ms=store_timestamp_ms,
         )  # fmt: skip
-    size: int = BATCHENC.encode_record(
+    size: int = _ENCODE_RECORD(
         buf, pos, fields, store_host, queue_offset, physical_offset, store_timestamp_ms
     )
     return size

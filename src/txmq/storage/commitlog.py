@@ -29,7 +29,7 @@ from itertools import repeat
 from typing import Final, NamedTuple
 
 from txmq.common import limits
-from txmq.common.clock import Clock
+from txmq.common.clock import Clock, now_ms_of
 from txmq.common.errors import (
     CorruptRecord,
     DiskFull,
@@ -292,7 +292,7 @@ class CommitLog:
         queue_offset = self.queue_next.get(key, 0)
         if key not in self._group_queue_base:
             self._group_queue_base[key] = queue_offset
-        now_ms = self.clock.now_ms()
+        now_ms = now_ms_of(self.clock)
         fill = self._fill
         if fill + size > len(self._buf):
             self._ensure_room(size)
@@ -343,7 +343,7 @@ class CommitLog:
         if segment is None or start + total > self._room_end:  # the first append, or a roll
             segment = self._reserve(total)
             start = self.write_offset
-        now_ms = self.clock.now_ms()
+        now_ms = now_ms_of(self.clock)
         fill = self._fill
         if fill + total > len(self._buf):
             self._ensure_room(total)

@@ -20,6 +20,7 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from typing import Any, Final
 
 from txmq.common.errors import CorruptRecord
 from txmq.common.invariant import invariant
@@ -28,9 +29,12 @@ from txmq.storage.codec import BATCHENC
 from txmq.storage.fs import FileHandle, FileSystem
 from txmq.storage.segment import parse_segment_name, segment_name
 
-UNIT = struct.Struct(">qiq")
-UNIT_BYTES = UNIT.size
-assert UNIT_BYTES == 20
+UNIT: Final = struct.Struct(">qiq")
+UNIT_BYTES: Final = 20  # UNIT.size; Final: compiled code reads a constant, not the module's dict
+assert UNIT.size == UNIT_BYTES
+# the C call that appends one unit in place (no bytes object), bound once: compiled code then calls
+# it directly instead of looking the name up on the extension module at every put
+_PUT_UNIT: Final[Any] = None if BATCHENC is None else BATCHENC.put_unit
 
 
 @functools.lru_cache(maxsize=64)
@@ -67,15 +71,23 @@ class _File:
 
 
 class ConsumeQueue:
-    def __init__(self, fs: FileSystem, directory: str, units_per_file: int) -> None:
+    def __init__(
+        self, fs: FileSystem, directory: str, units_per_file: int, topic: str = "", queue_id: int = 0
+    ) -> None:
         self.fs = fs
         self.directory = directory
         self.units_per_file = units_per_file
+        self.topic = topic  # the queue's name (ConsumeQueueSet gives it; the dispatcher's listeners read it)
+        self.queue_id = queue_id
         self.files: list[_File] = []
         self.min_offset = 0  # first readable queue offset (moves up with retention)
         self.max_physical_offset = -1  # log offset of the last unit, -1 when empty
         self._pending = bytearray()
         self._dirty: set[str] = set()
+        # max_offset, kept by put/put_run (each adds units right after it) so the dispatcher's put
+        # asks no file handle its size; -1: unknown, computed from the files at the next read. Every
+        # other change of the files, the buffer or min_offset sets it to -1 (_forget_next).
+        self._next = -1
 
     # -- loading and recovery
     def load(self) -> None:
@@ -99,16 +111,28 @@ class ConsumeQueue:
                 break
         if self.files:
             self.min_offset = self.files[0].base
+        self._forget_next()
         self._refresh_max_physical()
 
     @property
     def max_offset(self) -> int:
         """The next queue offset (one past the last unit)."""
+        next_offset = self._next
+        if next_offset < 0:
+            next_offset = self._next = self._max_offset_of_files()
+        return next_offset
+
+    def _max_offset_of_files(self) -> int:
+        """:attr:`max_offset` from the files and the buffer (the reference the kept value equals)."""
         files = self.files
         if not files:
             return self.min_offset
         last = files[-1]  # its count read once (a handle size call), not through the property twice
         return last.base + last.handle.size() // UNIT_BYTES + len(self._pending) // UNIT_BYTES
+
+    def _forget_next(self) -> None:
+        """The files, the buffer or min_offset changed other than by a put: recompute max_offset."""
+        self._next = -1
 
     def _refresh_max_physical(self) -> None:
         while self.files and self.files[-1].count == 0 and len(self.files) > 1:
@@ -120,6 +144,7 @@ class ConsumeQueue:
             self.max_physical_offset = -1
 
     def _drop_last_file(self) -> None:
+        self._forget_next()
         dropped = self.files.pop()
         dropped.handle.close()
         self.fs.remove(dropped.path)
@@ -137,13 +162,16 @@ class ConsumeQueue:
             else:
                 last.handle.truncate(keep * UNIT_BYTES)
                 self._dirty.add(last.path)
+                self._forget_next()
             self._refresh_max_physical()
         self.min_offset = min(self.min_offset, self.max_offset)
+        self._forget_next()
         return dropped
 
     def discard_pending(self) -> None:
         """Forget buffered units and any partial unit a failed write left (dispatch failed)."""
         self._pending.clear()
+        self._forget_next()
         if self.files:
             last = self.files[-1]
             partial = last.handle.size() % UNIT_BYTES
@@ -161,8 +189,10 @@ class ConsumeQueue:
         last = self.files[-1]
         last.handle.truncate((last.count - 1) * UNIT_BYTES)
         self._dirty.add(last.path)
+        self._forget_next()
         self._refresh_max_physical()
         self.min_offset = min(self.min_offset, self.max_offset)
+        self._forget_next()
 
     def _first_unit_at_or_after(self, file: _File, physical_offset: int) -> int:
         low, high = 0, file.count
@@ -186,6 +216,7 @@ class ConsumeQueue:
         expected = self.max_offset
         if not self.files and not self._pending and queue_offset != expected:
             self.min_offset = queue_offset  # the queue starts later (older units were retired)
+            self._forget_next()
         elif queue_offset != expected:
             raise CorruptRecord(
                 f"{self.directory}: record at log offset {physical_offset} has queue offset "
@@ -194,11 +225,12 @@ class ConsumeQueue:
             )
         if not self.files and not self._pending:
             self._new_file(queue_offset)
-        if BATCHENC is not None:  # the unit appended in place by one C call (no bytes object)
-            BATCHENC.put_unit(self._pending, physical_offset, size, tags_code)
+        if _PUT_UNIT is not None:  # the unit appended in place by one C call (no bytes object)
+            _PUT_UNIT(self._pending, physical_offset, size, tags_code)
         else:
             self._pending += UNIT.pack(physical_offset, size, tags_code)
         self.max_physical_offset = physical_offset
+        self._next = queue_offset + 1
         return True
 
     def put_run(
@@ -217,18 +249,40 @@ class ConsumeQueue:
         if count > 1:
             self._pending += pack_units(offsets, sizes, tags_codes)
             self.max_physical_offset = offsets[-1]
+            self._next = queue_offset + count
         return True
 
     def _new_file(self, base: int) -> None:
+        self._forget_next()
         self.fs.makedirs(self.directory)
         path = posixpath.join(self.directory, segment_name(base))
         self.files.append(_File(base, path, self.fs.open(path)))
         self.fs.sync_dir(self.directory)
 
     def write(self) -> None:
-        """Write buffered units, rolling files as they fill."""
-        data = memoryview(bytes(self._pending))
-        self._pending.clear()
+        """Write buffered units, rolling files as they fill (max_offset stays what it is; a failed
+        write forgets it: the caller discards the buffer, and the files then tell)."""
+        try:
+            self._write()
+        except BaseException:
+            self._forget_next()
+            raise
+
+    def _write(self) -> None:
+        pending = self._pending
+        if not pending:
+            return
+        last = self.files[-1]
+        next_offset = self._next
+        # the usual case, without asking the handle its size: the file's units and the buffer's fit it
+        if next_offset >= 0 and next_offset - last.base <= self.units_per_file:
+            units = bytes(pending)
+            pending.clear()
+            last.handle.append(units)
+            self._dirty.add(last.path)
+            return
+        data = memoryview(bytes(pending))
+        pending.clear()
         while data:
             last = self.files[-1]
             room = (self.units_per_file - last.count) * UNIT_BYTES
@@ -328,6 +382,7 @@ class ConsumeQueue:
             first = self.files.pop(0)
             first.handle.close()
             self.fs.remove(first.path)
+            self._forget_next()
         low, high = max(self.min_offset, self.files[0].base if self.files else 0), self.max_offset
         while low < high:
             mid = (low + high) // 2
@@ -336,6 +391,7 @@ class ConsumeQueue:
             else:
                 high = mid
         self.min_offset = low
+        self._forget_next()
 
     def close(self) -> None:
         for file in self.files:
@@ -350,6 +406,8 @@ class ConsumeQueueSet:
         self.directory = directory
         self.units_per_file = units_per_file
         self.queues: dict[tuple[str, int], ConsumeQueue] = {}
+        # the same queues by topic, then queue id: get_or_create builds no (topic, queue id) tuple
+        self._by_topic: dict[str, dict[int, ConsumeQueue]] = {}
 
     def load(self) -> None:
         self.fs.makedirs(self.directory)
@@ -361,18 +419,25 @@ class ConsumeQueueSet:
                     queue.load()
 
     def _make(self, topic: str, queue_id: int) -> ConsumeQueue:
-        queue = ConsumeQueue(
-            self.fs, posixpath.join(self.directory, topic, str(queue_id)), self.units_per_file
-        )
+        path = posixpath.join(self.directory, topic, str(queue_id))
+        queue = ConsumeQueue(self.fs, path, self.units_per_file, topic, queue_id)
         self.queues[(topic, queue_id)] = queue
+        by_id = self._by_topic.get(topic)
+        if by_id is None:
+            by_id = self._by_topic[topic] = {}
+        by_id[queue_id] = queue
         return queue
 
     def get(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         return self.queues.get((topic, queue_id))
 
     def get_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
-        queue = self.queues.get((topic, queue_id))
-        return queue if queue is not None else self._make(topic, queue_id)
+        by_id = self._by_topic.get(topic)
+        if by_id is not None:
+            queue = by_id.get(queue_id)
+            if queue is not None:
+                return queue
+        return self._make(topic, queue_id)
 
     def sync(self) -> None:
         for queue in self.queues.values():

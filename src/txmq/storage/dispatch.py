@@ -33,7 +33,10 @@ class Dispatcher:
     def run_once(self, limit: int) -> int:
         """Dispatch every queued record that ends at or before ``limit``; returns how many."""
         pending = self.log.pending
-        touched: dict[tuple[str, int], ConsumeQueue] = {}
+        # the queues given units, in the order first given (a queue names itself to the listeners);
+        # keyed by the queue object: no (topic, queue id) tuple per record
+        touched: dict[ConsumeQueue, None] = {}
+        queues = self.queues
         count = 0
         index = self.index
         # the single appends' index keys, gathered and added by one add_rows (before a batch or a
@@ -42,7 +45,10 @@ class Dispatcher:
         row_offsets: list[int] = []
         row_stamps: list[int] = []
         try:
-            while pending and pending[0].physical_offset + pending[0].size <= limit:
+            while pending:
+                head = pending[0]  # read once (a deque's item is a generic lookup to compiled code)
+                if head.physical_offset + head.size > limit:
+                    break
                 entry = pending.popleft()
                 if isinstance(entry, BatchEntry):
                     if rows:
@@ -57,21 +63,22 @@ class Dispatcher:
                     entry = self._dispatch_run(entry, pending, limit, touched)
                     count += self._run_count
                     continue
-                key = (entry.topic, entry.queue_id)
-                queue = touched.get(key) or self.queues.get_or_create(entry.topic, entry.queue_id)
-                if queue.put(entry.queue_offset, entry.physical_offset, entry.size, entry.tags_code):
-                    touched[key] = queue
-                if entry.physical_offset > index.last_offset:  # not a replay (add would skip it)
+                topic = entry.topic
+                physical_offset = entry.physical_offset
+                queue = queues.get_or_create(topic, entry.queue_id)
+                if queue.put(entry.queue_offset, physical_offset, entry.size, entry.tags_code):
+                    touched[queue] = None
+                if physical_offset > index.last_offset:  # not a replay (add would skip it)
                     keys = entry.index_keys
-                    rows.append(index.keys_fn(entry.topic, entry.properties) if keys is None else keys)
-                    row_offsets.append(entry.physical_offset)
+                    rows.append(index.keys_fn(topic, entry.properties) if keys is None else keys)
+                    row_offsets.append(physical_offset)
                     row_stamps.append(entry.store_ms)
                 count += 1
             if count == 0:
                 return 0
             if rows:
                 index.add_rows(rows, row_offsets, row_stamps)
-            for queue in touched.values():
+            for queue in touched:
                 queue.write()
             self.index.write()
         except OSError as exc:
@@ -87,12 +94,14 @@ class Dispatcher:
             self.log.fence(f"dispatching appended records failed: {exc!r}")
             raise
         self.dispatched_offset = entry.physical_offset + entry.size
-        for (topic, queue_id), queue in touched.items():
+        for queue in touched:
             for listener in self.listeners:
                 try:
-                    listener(topic, queue_id, queue.max_offset)
+                    listener(queue.topic, queue.queue_id, queue.max_offset)
                 except Exception:  # noqa: BLE001 - a listener's bug must not stop dispatching
-                    _LOG.exception("arrival listener %r failed for %s/%d", listener, topic, queue_id)
+                    _LOG.exception(
+                        "arrival listener %r failed for %s/%d", listener, queue.topic, queue.queue_id
+                    )
         return count
 
     def _dispatch_run(
@@ -100,7 +109,7 @@ class Dispatcher:
         first: DispatchEntry,
         pending: deque[DispatchEntry | BatchEntry],
         limit: int,
-        touched: dict[tuple[str, int], ConsumeQueue],
+        touched: dict[ConsumeQueue, None],
     ) -> DispatchEntry:
         """Single appends that follow one another in one queue with one store time (pipelined sends
         of a group), dispatched as a batch is: their units packed at once (``put_run``) and their
@@ -119,38 +128,37 @@ class Dispatcher:
             codes.append(last.tags_code)
             properties.append(last.properties)
             keys.append(last.index_keys)
-        key = (first.topic, first.queue_id)
-        queue = touched.get(key) or self.queues.get_or_create(first.topic, first.queue_id)
+        queue = self.queues.get_or_create(first.topic, first.queue_id)
         if queue.put_run(first.queue_offset, offsets, sizes, codes):
-            touched[key] = queue
+            touched[queue] = None
         count = len(offsets)
         self.index.add_batch([first.topic] * count, properties, offsets, first.store_ms, keys)
         self._run_count = count
         return last
 
-    def _dispatch_batch(self, entry: BatchEntry, touched: dict[tuple[str, int], ConsumeQueue]) -> int:
+    def _dispatch_batch(self, entry: BatchEntry, touched: dict[ConsumeQueue, None]) -> int:
         """A batch's units (one pack when it goes to one queue) and index entries; returns records."""
+        queues = self.queues
         if entry.one_queue:
-            key = (entry.topics[0], entry.queue_ids[0])
-            queue = touched.get(key) or self.queues.get_or_create(*key)
+            queue = queues.get_or_create(entry.topics[0], entry.queue_ids[0])
             if queue.put_run(entry.queue_offsets[0], entry.offsets, entry.sizes, entry.tags_codes):
-                touched[key] = queue
+                touched[queue] = None
         else:
-            keys = zip(entry.topics, entry.queue_ids, strict=True)
-            for key, queue_offset, offset, size, tags_code in zip(
-                keys, entry.queue_offsets, entry.offsets, entry.sizes, entry.tags_codes, strict=True
-            ):
-                queue = touched.get(key) or self.queues.get_or_create(*key)
+            for topic, queue_id, queue_offset, offset, size, tags_code in zip(
+                entry.topics, entry.queue_ids, entry.queue_offsets, entry.offsets, entry.sizes,
+                entry.tags_codes, strict=True,
+            ):  # fmt: skip
+                queue = queues.get_or_create(topic, queue_id)
                 if queue.put(queue_offset, offset, size, tags_code):
-                    touched[key] = queue
+                    touched[queue] = None
         self.index.add_batch(entry.topics, entry.properties, entry.offsets, entry.store_ms, entry.index_keys)
         return len(entry.offsets)
 
     @staticmethod
-    def _abandon(touched: dict[tuple[str, int], ConsumeQueue]) -> None:
+    def _abandon(touched: dict[ConsumeQueue, None]) -> None:
         """A failed dispatch must not leave units buffered in other queues: every later read of those
         queues would trip their invariant. Their records are rebuilt from the log on restart."""
-        for queue in touched.values():
+        for queue in touched:
             queue.discard_pending()
 
 

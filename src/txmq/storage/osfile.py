@@ -5,6 +5,9 @@ work. ``storage.fs`` re-exports it beside :class:`OsFileSystem`, which opens it.
 from __future__ import annotations
 
 import os
+from typing import Final
+
+_PWRITE: Final = os.pwrite  # bound once: compiled code calls it from a C static
 
 
 class OsFileHandle:
@@ -25,7 +28,7 @@ class OsFileHandle:
     def write_at(self, offset: int, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
         while view:
-            written = os.pwrite(self._fd, view, offset)
+            written = _PWRITE(self._fd, view, offset)
             offset += written
             if offset > self._size:
                 self._size = offset

@@ -75,6 +75,7 @@ _LOG = logging.getLogger(__name__)
 _I32: Final = 1 << 31  # Final: compiled code reads a constant, not a module global per check
 _I64: Final = 1 << 63
 _I61: Final = 1 << 61  # a short (tagged) int for mypyc: _fits_i64's fast comparisons
+_GET_IDENT: Final = threading.get_ident  # bound once: compiled code calls it from a C static
 _SHORT: Final = (1 << 62) - 1  # compiled code's small integers end here: their compares are of C integers
 
 
@@ -470,7 +471,7 @@ class MessageStore:
             self.flush()  # raises StoreFenced (and fences) if the fsync fails: the append is not acked
             return DONE
         loop = self._loop
-        if loop is not None and loop.is_running() and threading.get_ident() == self._loop_thread:
+        if loop is not None and loop.is_running() and _GET_IDENT() == self._loop_thread:
             return self._commit.waiter(end_offset, shared, loop)  # the running loop is the store's
         try:
             asyncio.get_running_loop()
@@ -865,8 +866,8 @@ def _validate_config(config: StoreConfig) -> None:
         raise InvalidArgument("store_host is longer than 255 bytes")
 
 
-_VALID_TOPICS: set[str] = set()
-_VALID_TOPICS_MAX = 100_000
+_VALID_TOPICS: Final[set[str]] = set()  # Final: read from a C static, not the module's dict
+_VALID_TOPICS_MAX: Final = 100_000
 
 
 def _validate(req: PutRequest) -> tuple[str, codec.RecordFields]:

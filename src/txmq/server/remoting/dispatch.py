@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, Final
 
 from txmq.protocol.remoting import frame
 from txmq.protocol.remoting.codes import RequestCode, ResponseCode
@@ -19,7 +19,7 @@ Route = Callable[[RemotingContext, RemotingCommand, RemotingEndpoint], Awaitable
 # future (``Deferred``), or hands back a coroutine the transport runs as a task
 InlineRoute = Callable[[RemotingContext, RemotingCommand, RemotingEndpoint], InlineResult]
 
-INLINE_ROUTES: dict[int, InlineRoute] = {
+INLINE_ROUTES: Final[dict[int, InlineRoute]] = {  # Final: a C static to compiled code
     RequestCode.SEND_MESSAGE: producer.send,
     RequestCode.SEND_MESSAGE_V2: producer.send,
     RequestCode.SEND_BATCH_MESSAGE: producer.send,

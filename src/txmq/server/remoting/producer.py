@@ -275,8 +275,8 @@ async def _send_general(
     return make_response(request, ResponseCode.SUCCESS, ext_fields=_response_fields(results))
 
 
-_CONTEXTS: dict[tuple[str, str, int], SendContext] = {}
-_CONTEXTS_MAX = 4096
+_CONTEXTS: Final[dict[tuple[str, str, int], SendContext]] = {}  # Final: a C static, no dict read
+_CONTEXTS_MAX: Final = 4096
 
 
 def _context(producer_group: str, peer: str, queue_id: int) -> SendContext:
@@ -354,9 +354,9 @@ def end_fields(ext: dict[str, str]) -> EndFields | None:
     return fields
 
 
-_NO_ANSWER = b""  # what a oneway request's answer callback returns (RemotingEndpoint._answer drops it)
+_NO_ANSWER: Final = b""  # what a oneway request's answer callback returns (RemotingEndpoint._answer drops it)
 
-_DECISIONS: dict[int, bool | None] = {
+_DECISIONS: Final[dict[int, bool | None]] = {
     TRANSACTION_COMMIT_TYPE: True,
     TRANSACTION_ROLLBACK_TYPE: False,
     TRANSACTION_NOT_TYPE: None,
