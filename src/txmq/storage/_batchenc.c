@@ -42,6 +42,11 @@
  *       The key index's head (hash -> newest entry position) as a C table: a mapping of ints iterated
  *       in first-insertion order, as the dict it replaces; every index_* function and head_extend
  *       take a dict or a Head.
+ *   columns_fit(topic, columns, queue_id_max, body_max, properties_max) -> bool
+ *       True when a batch's columns surely pass store._check_records' column checks (False: the
+ *       Python checks judge).
+ *   record_sizes(fixed, properties, bodies) -> list[int] | None
+ *       codec.batch_sizes' loop for a batch of one topic and born host (None: the loop judges).
  *   crc32c(data, value=0) -> int, crc32c_table(data, value=0) -> int, hardware() -> bool
  *       CRC32C (Castagnoli) as crc32c.crc32c computes it; the table one is the portable path,
  *       exposed so the tests can hold both to the reference on a machine with SSE4.2.
@@ -2036,6 +2041,163 @@ static PyObject *py_put_unit(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ a batch's column checks */
+
+/* every item of a column (an exact tuple or list): its items and count, or 0 (anything else) */
+static int col_items(PyObject *col, PyObject ***items, Py_ssize_t *n)
+{
+    if (PyTuple_CheckExact(col)) {
+        *items = &PyTuple_GET_ITEM(col, 0);
+        *n = PyTuple_GET_SIZE(col);
+        return 1;
+    }
+    if (PyList_CheckExact(col)) {
+        *items = ((PyListObject *)col)->ob_item;
+        *n = PyList_GET_SIZE(col);
+        return 1;
+    }
+    return 0;
+}
+
+/* every item an exact int in [low, high] (an item that is the item before it is not looked at again:
+   the lane's columns repeat one object, (0,) * count) */
+static int col_ints_within(PyObject *col, long long low, long long high)
+{
+    PyObject **items;
+    Py_ssize_t n;
+    if (!col_items(col, &items, &n))
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = items[i];
+        if (i > 0 && v == items[i - 1])
+            continue;
+        if (!PyLong_CheckExact(v))
+            return 0;
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (x < low || x > high)
+            return 0;
+    }
+    return 1;
+}
+
+/* every item exact bytes of at most `most` bytes (and, ascii: every byte below 0x80); an item that is
+   the item before it is not looked at again */
+static int col_bytes_within(PyObject *col, long long most, int ascii)
+{
+    PyObject **items;
+    Py_ssize_t n;
+    if (!col_items(col, &items, &n))
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = items[i];
+        if (i > 0 && v == items[i - 1])
+            continue;
+        if (!PyBytes_CheckExact(v) || (long long)PyBytes_GET_SIZE(v) > most)
+            return 0;
+        if (ascii) {
+            const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(v);
+            Py_ssize_t size = PyBytes_GET_SIZE(v), k = 0;
+            uint64_t high = 0;
+            for (; k + 8 <= size; k += 8) {
+                uint64_t w;
+                memcpy(&w, p + k, 8);
+                high |= w;
+            }
+            for (; k < size; k++)
+                high |= p[k];
+            if (high & 0x8080808080808080ull)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* columns_fit(topic, columns, queue_id_max, body_max, properties_max) -> bool: True when a batch's
+   columns (codec.Columns: topics, queue ids, bodies, properties, tags codes, flags, sys flags, born
+   ms, born hosts, reconsume times, prepared offsets, index keys) surely pass store._check_records'
+   column checks: every topic exact bytes equal to topic, every queue id an int in [0, queue_id_max],
+   bodies and properties exact bytes within their limits, the properties ASCII, born hosts exact bytes
+   of at most 255, flags, sys flags and reconsume times in int32, tags codes, born ms and prepared
+   offsets in int64. False for anything else (an odd type too): the Python checks then judge, so the
+   answer only ever skips work that would have found nothing. */
+static PyObject *py_columns_fit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyBytes_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "columns_fit(topic: bytes, columns, queue_id_max, body_max, properties_max)");
+        return NULL;
+    }
+    long long lim[3];
+    for (int i = 0; i < 3; i++) {
+        lim[i] = PyLong_AsLongLong(args[2 + i]);
+        if (lim[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    PyObject *columns = args[1], *topic = args[0];
+    if (!PyTuple_CheckExact(columns) || PyTuple_GET_SIZE(columns) != 12)
+        Py_RETURN_FALSE;
+    PyObject **col = &PyTuple_GET_ITEM(columns, 0);
+    PyObject **items;
+    Py_ssize_t n;
+    if (!col_items(col[0], &items, &n))
+        Py_RETURN_FALSE;
+    const char *name = PyBytes_AS_STRING(topic);
+    Py_ssize_t name_len = PyBytes_GET_SIZE(topic);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = items[i];
+        if (v != topic && (!PyBytes_CheckExact(v) || PyBytes_GET_SIZE(v) != name_len
+                           || memcmp(PyBytes_AS_STRING(v), name, (size_t)name_len) != 0))
+            Py_RETURN_FALSE;
+    }
+    const long long i32_lo = -(1LL << 31), i32_hi = (1LL << 31) - 1;
+    int fit = col_ints_within(col[1], 0, lim[0]) && col_bytes_within(col[2], lim[1], 0)
+              && col_bytes_within(col[3], lim[2], 1) && col_bytes_within(col[8], 255, 0)
+              && col_ints_within(col[5], i32_lo, i32_hi) && col_ints_within(col[6], i32_lo, i32_hi)
+              && col_ints_within(col[9], i32_lo, i32_hi) && col_ints_within(col[4], LLONG_MIN, LLONG_MAX)
+              && col_ints_within(col[7], LLONG_MIN, LLONG_MAX) && col_ints_within(col[10], LLONG_MIN, LLONG_MAX);
+    if (fit)
+        Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+/* record_sizes(fixed, properties, bodies) -> list[int] | None: fixed + len(properties[i]) +
+   len(bodies[i]) for every record (codec.batch_sizes of a batch with one topic and born host: fixed
+   is the record's size without its properties and body); None, for the Python loop to judge, unless
+   both are exact tuples or lists of exact bytes of the same length */
+static PyObject *py_record_sizes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "record_sizes(fixed, properties, bodies)");
+        return NULL;
+    }
+    Py_ssize_t fixed = PyLong_AsSsize_t(args[0]);
+    if (fixed == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject **props, **bodies;
+    Py_ssize_t n, m;
+    if (!col_items(args[1], &props, &n) || !col_items(args[2], &bodies, &m) || n != m)
+        Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyBytes_CheckExact(props[i]) || !PyBytes_CheckExact(bodies[i]))
+            Py_RETURN_NONE;
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *size = PyLong_FromSsize_t(fixed + PyBytes_GET_SIZE(props[i]) + PyBytes_GET_SIZE(bodies[i]));
+        if (size == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, size);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"encode_batch", (PyCFunction)(void (*)(void))py_encode_batch, METH_FASTCALL,
      "Encode a batch's records into buf (see the module's source)."},
@@ -2060,6 +2222,10 @@ static PyMethodDef methods[] = {
      "A batch's key index entries when every key is fresh (KeyIndex.add_batch's columnar path), or False."},
     {"index_add_rows", (PyCFunction)(void (*)(void))py_index_add_rows, METH_FASTCALL,
      "index_add of several records' keys in one call (KeyIndex.add_rows), or False (unchanged)."},
+    {"columns_fit", (PyCFunction)(void (*)(void))py_columns_fit, METH_FASTCALL,
+     "Whether a batch's columns surely pass store._check_records' column checks."},
+    {"record_sizes", (PyCFunction)(void (*)(void))py_record_sizes, METH_FASTCALL,
+     "fixed + len(properties[i]) + len(bodies[i]) of every record, or None."},
     {"put_unit", (PyCFunction)(void (*)(void))py_put_unit, METH_FASTCALL,
      "One ConsumeQueue unit appended to a bytearray (pending += UNIT.pack(...))."},
     {NULL, NULL, 0, NULL},
