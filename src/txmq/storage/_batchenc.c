@@ -38,6 +38,15 @@
  *       The key index's head dict given hash -> first + i for every 8-byte digest (read big-endian)
  *       when none is in it yet and none repeats, else False and head unchanged
  *       (index.ActiveEntries.extend_new's rule).
+ *   Head()
+ *       The key index's head (hash -> newest entry position) as a C table: a mapping of ints iterated
+ *       in first-insertion order, as the dict it replaces; every index_* function and head_extend
+ *       take a dict or a Head.
+ *   columns_fit(topic, columns, queue_id_max, body_max, properties_max) -> bool
+ *       True when a batch's columns surely pass store._check_records' column checks (False: the
+ *       Python checks judge).
+ *   record_sizes(fixed, properties, bodies) -> list[int] | None
+ *       codec.batch_sizes' loop for a batch of one topic and born host (None: the loop judges).
  *   crc32c(data, value=0) -> int, crc32c_table(data, value=0) -> int, hardware() -> bool
  *       CRC32C (Castagnoli) as crc32c.crc32c computes it; the table one is the portable path,
  *       exposed so the tests can hold both to the reference on a machine with SSE4.2.
@@ -975,6 +984,402 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ index: the active file's head */
+
+/* Head: the key index's head (index.ActiveEntries.head: a key hash -> the position of its newest
+   entry) as a C table instead of a dict of ints, so a batch's fresh keys cost no int object, dict
+   probe or resize each. Open addressing with linear probing, at most half full; the hashes are kept
+   in first-insertion order too, so it iterates as the dict would (items(), keys(), values(), iter),
+   and compares equal to a dict with the same items. Keys are ints in [0, 2**64), values ints in
+   [0, 2**63); nothing is deleted (the index drops the whole head when the file is sealed). The
+   index_* functions below take a dict or a Head; index.py makes a Head when this module is built. */
+typedef struct {
+    PyObject_HEAD
+    uint64_t *keys;
+    int64_t *vals;      /* the position, -1: an empty slot */
+    uint64_t *order;    /* the hashes in first-insertion order (used of them) */
+    Py_ssize_t used;    /* hashes held */
+    Py_ssize_t cap;     /* slots: 0 (nothing allocated) or a power of two */
+    Py_ssize_t order_cap;
+} HeadObject;
+
+static PyTypeObject HeadType;
+#define HEAD_CHECK(o) (Py_TYPE(o) == &HeadType)
+
+static inline Py_ssize_t head_probe(const HeadObject *t, uint64_t h)
+{
+    size_t mask = (size_t)t->cap - 1;
+    uint64_t x = h * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(x ^ (x >> 32)) & mask;
+    while (t->vals[i] >= 0 && t->keys[i] != h)
+        i = (i + 1) & mask;
+    return (Py_ssize_t)i;
+}
+
+/* room for `more` new hashes without a rehash (at most half full after them); -1: MemoryError, the
+   table unchanged */
+static int head_reserve(HeadObject *t, Py_ssize_t more)
+{
+    Py_ssize_t need = t->used + more;
+    if (need > t->order_cap) {
+        Py_ssize_t cap = t->order_cap ? t->order_cap : 32;
+        while (cap < need)
+            cap *= 2;
+        uint64_t *order = PyMem_Realloc(t->order, (size_t)cap * sizeof(uint64_t));
+        if (order == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->order = order;
+        t->order_cap = cap;
+    }
+    if (need <= t->cap / 2)
+        return 0;
+    Py_ssize_t cap = t->cap ? t->cap : 64;
+    while (cap / 2 < need)
+        cap *= 2;
+    uint64_t *keys = PyMem_Malloc((size_t)cap * sizeof(uint64_t));
+    int64_t *vals = PyMem_Malloc((size_t)cap * sizeof(int64_t));
+    if (keys == NULL || vals == NULL) {
+        PyMem_Free(keys);
+        PyMem_Free(vals);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(vals, 0xff, (size_t)cap * sizeof(int64_t)); /* every slot -1: empty */
+    uint64_t *old_keys = t->keys;
+    int64_t *old_vals = t->vals;
+    Py_ssize_t old_cap = t->cap;
+    t->keys = keys, t->vals = vals, t->cap = cap;
+    for (Py_ssize_t i = 0; i < old_cap; i++)
+        if (old_vals[i] >= 0) {
+            Py_ssize_t j = head_probe(t, old_keys[i]);
+            keys[j] = old_keys[i];
+            vals[j] = old_vals[i];
+        }
+    PyMem_Free(old_keys);
+    PyMem_Free(old_vals);
+    return 0;
+}
+
+/* head[h] of a dict or a Head: 1 and *pos when present, 0 when not, -1 with an exception */
+static int head_find(PyObject *head, uint64_t h, Py_ssize_t *pos)
+{
+    if (HEAD_CHECK(head)) {
+        HeadObject *t = (HeadObject *)head;
+        if (t->cap == 0)
+            return 0;
+        Py_ssize_t i = head_probe(t, h);
+        if (t->vals[i] < 0)
+            return 0;
+        *pos = (Py_ssize_t)t->vals[i];
+        return 1;
+    }
+    PyObject *hashed = PyLong_FromUnsignedLongLong(h);
+    if (hashed == NULL)
+        return -1;
+    PyObject *before = PyDict_GetItemWithError(head, hashed); /* borrowed */
+    Py_DECREF(hashed);
+    if (before == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    Py_ssize_t value = PyLong_AsSsize_t(before);
+    if (value == -1 && PyErr_Occurred())
+        return -1;
+    *pos = value;
+    return 1;
+}
+
+/* head[h] = pos (0 <= pos) of a dict or a Head; -1 with an exception (memory only) */
+static int head_store(PyObject *head, uint64_t h, Py_ssize_t pos)
+{
+    if (HEAD_CHECK(head)) {
+        HeadObject *t = (HeadObject *)head;
+        if (head_reserve(t, 1) < 0)
+            return -1;
+        Py_ssize_t i = head_probe(t, h);
+        if (t->vals[i] < 0) {
+            t->keys[i] = h;
+            t->order[t->used++] = h;
+        }
+        t->vals[i] = (int64_t)pos;
+        return 0;
+    }
+    PyObject *hashed = PyLong_FromUnsignedLongLong(h);
+    PyObject *position = PyLong_FromSsize_t(pos);
+    int rc = hashed == NULL || position == NULL ? -1 : PyDict_SetItem(head, hashed, position);
+    Py_XDECREF(hashed);
+    Py_XDECREF(position);
+    return rc;
+}
+
+/* hashes[i] -> first + i for every hash when none is in the Head yet and none repeats: 1; else 0 and
+   the table as it was (the new hashes taken back, newest first: linear probing's chains are then
+   exactly as before); -1: MemoryError, the table unchanged */
+static int head_add_fresh(HeadObject *t, const uint64_t *hashes, Py_ssize_t count, Py_ssize_t first,
+                          Py_ssize_t *slots)
+{
+    if (count == 0)
+        return 1;
+    if (head_reserve(t, count) < 0)
+        return -1;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        Py_ssize_t i = head_probe(t, hashes[k]);
+        if (t->vals[i] >= 0) {
+            while (k-- > 0)
+                t->vals[slots[k]] = -1;
+            return 0;
+        }
+        t->keys[i] = hashes[k];
+        t->vals[i] = (int64_t)(first + k);
+        t->order[t->used + k] = hashes[k];
+        slots[k] = i;
+    }
+    t->used += count;
+    return 1;
+}
+
+/* a key of the Python mapping: an int in [0, 2**64); 0 and an exception otherwise */
+static int head_key(PyObject *key, uint64_t *h)
+{
+    if (!PyLong_Check(key)) {
+        PyErr_Format(PyExc_TypeError, "Head keys are ints, not %.100s", Py_TYPE(key)->tp_name);
+        return 0;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(key);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return 0;
+    *h = (uint64_t)v;
+    return 1;
+}
+
+static PyObject *Head_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args) || (kwargs != NULL && PyDict_GET_SIZE(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "Head() takes no arguments");
+        return NULL;
+    }
+    return type->tp_alloc(type, 0); /* zeroed: empty, nothing allocated */
+}
+
+static void Head_dealloc(HeadObject *t)
+{
+    PyMem_Free(t->keys);
+    PyMem_Free(t->vals);
+    PyMem_Free(t->order);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static Py_ssize_t Head_len(HeadObject *t)
+{
+    return t->used;
+}
+
+/* the position of hash `key` held, or -1 (absent, or not such an int: no exception left) */
+static int64_t head_lookup_obj(HeadObject *t, PyObject *key)
+{
+    uint64_t h;
+    if (!head_key(key, &h)) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (t->cap == 0)
+        return -1;
+    return t->vals[head_probe(t, h)];
+}
+
+static PyObject *Head_subscript(HeadObject *t, PyObject *key)
+{
+    int64_t pos = head_lookup_obj(t, key);
+    if (pos < 0) {
+        PyErr_SetObject(PyExc_KeyError, key);
+        return NULL;
+    }
+    return PyLong_FromLongLong(pos);
+}
+
+static int Head_ass_subscript(HeadObject *t, PyObject *key, PyObject *value)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "Head entries are not deleted");
+        return -1;
+    }
+    uint64_t h;
+    if (!head_key(key, &h))
+        return -1;
+    if (!PyLong_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "Head values are ints, not %.100s", Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    long long pos = PyLong_AsLongLong(value);
+    if (pos == -1 && PyErr_Occurred())
+        return -1;
+    if (pos < 0) {
+        PyErr_SetString(PyExc_ValueError, "Head values are positions (>= 0)");
+        return -1;
+    }
+    return head_store((PyObject *)t, h, (Py_ssize_t)pos);
+}
+
+static int Head_contains(HeadObject *t, PyObject *key)
+{
+    return head_lookup_obj(t, key) >= 0;
+}
+
+static PyObject *Head_get(HeadObject *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "get(key, default=None)");
+        return NULL;
+    }
+    int64_t pos = head_lookup_obj(t, args[0]);
+    if (pos >= 0)
+        return PyLong_FromLongLong(pos);
+    PyObject *dflt = nargs == 2 ? args[1] : Py_None;
+    Py_INCREF(dflt);
+    return dflt;
+}
+
+/* 0: keys, 1: values, 2: (key, value) pairs; a list in first-insertion order */
+static PyObject *head_list(HeadObject *t, int what)
+{
+    PyObject *out = PyList_New(t->used);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t n = 0; n < t->used; n++) {
+        uint64_t h = t->order[n];
+        PyObject *key = what != 1 ? PyLong_FromUnsignedLongLong(h) : NULL;
+        PyObject *value = what != 0 ? PyLong_FromLongLong(t->vals[head_probe(t, h)]) : NULL;
+        PyObject *item = what == 0 ? key : what == 1 ? value : NULL;
+        if (what == 2 && key != NULL && value != NULL)
+            item = PyTuple_Pack(2, key, value);
+        if (what == 2) {
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+        }
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, n, item);
+    }
+    return out;
+}
+
+static PyObject *Head_keys(HeadObject *t, PyObject *unused)
+{
+    return head_list(t, 0);
+}
+
+static PyObject *Head_values(HeadObject *t, PyObject *unused)
+{
+    return head_list(t, 1);
+}
+
+static PyObject *Head_items(HeadObject *t, PyObject *unused)
+{
+    return head_list(t, 2);
+}
+
+static PyObject *head_as_dict(HeadObject *t)
+{
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    for (Py_ssize_t n = 0; n < t->used; n++) {
+        uint64_t h = t->order[n];
+        PyObject *key = PyLong_FromUnsignedLongLong(h);
+        PyObject *value = PyLong_FromLongLong(t->vals[head_probe(t, h)]);
+        int rc = key == NULL || value == NULL ? -1 : PyDict_SetItem(d, key, value);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (rc < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+static PyObject *Head_to_dict(HeadObject *t, PyObject *unused)
+{
+    return head_as_dict(t);
+}
+
+static PyObject *Head_iter(HeadObject *t)
+{
+    PyObject *keys = head_list(t, 0);
+    if (keys == NULL)
+        return NULL;
+    PyObject *it = PyObject_GetIter(keys);
+    Py_DECREF(keys);
+    return it;
+}
+
+/* == and != against a dict or another Head: as dicts with the same items (order aside, as dicts) */
+static PyObject *Head_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if ((op != Py_EQ && op != Py_NE) || !(PyDict_Check(b) || HEAD_CHECK(b)))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *x = head_as_dict((HeadObject *)a);
+    PyObject *y = HEAD_CHECK(b) ? head_as_dict((HeadObject *)b) : (Py_INCREF(b), b);
+    PyObject *result = x == NULL || y == NULL ? NULL : PyObject_RichCompare(x, y, op);
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return result;
+}
+
+static PyObject *Head_repr(HeadObject *t)
+{
+    PyObject *d = head_as_dict(t);
+    if (d == NULL)
+        return NULL;
+    PyObject *r = PyUnicode_FromFormat("Head(%R)", d);
+    Py_DECREF(d);
+    return r;
+}
+
+static PyMappingMethods Head_mapping = {
+    (lenfunc)Head_len,
+    (binaryfunc)Head_subscript,
+    (objobjargproc)Head_ass_subscript,
+};
+
+static PySequenceMethods Head_sequence = {
+    .sq_contains = (objobjproc)Head_contains,
+};
+
+static PyMethodDef Head_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))Head_get, METH_FASTCALL, "head[key] if present, else default."},
+    {"keys", (PyCFunction)Head_keys, METH_NOARGS, "The hashes (a list), in first-insertion order."},
+    {"values", (PyCFunction)Head_values, METH_NOARGS, "The positions (a list), in the keys' order."},
+    {"items", (PyCFunction)Head_items, METH_NOARGS, "(hash, position) pairs (a list), in the keys' order."},
+    {"to_dict", (PyCFunction)Head_to_dict, METH_NOARGS, "The same items as a dict, in the same order."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject HeadType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "txmq.storage._batchenc.Head",
+    .tp_basicsize = sizeof(HeadObject),
+    .tp_dealloc = (destructor)Head_dealloc,
+    .tp_repr = (reprfunc)Head_repr,
+    .tp_as_sequence = &Head_sequence,
+    .tp_as_mapping = &Head_mapping,
+    .tp_hash = PyObject_HashNotImplemented,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The key index's head: hash -> newest entry position, in a C table (see _batchenc.c).",
+    .tp_richcompare = Head_richcompare,
+    .tp_iter = (getiterfunc)Head_iter,
+    .tp_methods = Head_methods,
+    .tp_new = Head_new,
+};
+
+/* a head argument: an exact dict or a Head */
+static inline int is_head(PyObject *head)
+{
+    return PyDict_CheckExact(head) || HEAD_CHECK(head);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -987,8 +1392,8 @@ static int cmp_u64(const void *a, const void *b)
    otherwise (index.ActiveEntries.extend_new's rule) */
 static PyObject *py_head_extend(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3 || !PyDict_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "head_extend(head: dict, digests, first)");
+    if (nargs != 3 || !is_head(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "head_extend(head: dict | Head, digests, first)");
         return NULL;
     }
     PyObject *head = args[0];
@@ -1019,6 +1424,11 @@ static PyObject *py_head_extend(PyObject *self, PyObject *const *args, Py_ssize_
         for (int k = 0; k < 8; k++)
             h = h << 8 | d[8 * i + k];
         hashes[i] = h;
+    }
+    if (HEAD_CHECK(head)) { /* the table checks and takes them in one pass */
+        int fresh = head_add_fresh((HeadObject *)head, hashes, count, first, (Py_ssize_t *)keys);
+        result = fresh < 0 ? NULL : fresh ? Py_True : Py_False;
+        goto done;
     }
     qsort(hashes, (size_t)count, sizeof(uint64_t), cmp_u64);
     for (Py_ssize_t i = 1; i < count; i++)
@@ -1144,9 +1554,9 @@ static int append_i64(PyObject *array, int64_t value)
    three arrays, the 24-byte entry (index_sealed.ENTRY) appended to pending (a bytearray) */
 static PyObject *py_index_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 8 || !PyDict_CheckExact(args[0]) || !PyByteArray_CheckExact(args[4])) {
+    if (nargs != 8 || !is_head(args[0]) || !PyByteArray_CheckExact(args[4])) {
         PyErr_SetString(PyExc_TypeError,
-                        "index_add(head: dict, offsets, stamps, previous, pending: bytearray, keys, offset, store_ms)");
+                        "index_add(head: dict | Head, offsets, stamps, previous, pending: bytearray, keys, offset, store_ms)");
         return NULL;
     }
     PyObject *head = args[0], *offsets = args[1], *stamps = args[2], *previous = args[3], *pending = args[4];
@@ -1165,41 +1575,25 @@ static PyObject *py_index_add(PyObject *self, PyObject *const *args, Py_ssize_t 
         uint64_t h = 0;
         for (int k = 0; k < 8; k++)
             h = h << 8 | digest[k];
-        PyObject *hashed = PyLong_FromUnsignedLongLong(h);
-        if (hashed == NULL)
-            goto fail;
-        PyObject *before = PyDict_GetItemWithError(head, hashed); /* borrowed */
         Py_ssize_t last = -1;
-        if (before == NULL && PyErr_Occurred())
-            goto fail_hashed;
-        if (before != NULL) {
-            last = PyLong_AsSsize_t(before);
-            if (last == -1 && PyErr_Occurred())
-                goto fail_hashed;
-        }
+        int found = head_find(head, h, &last);
+        if (found < 0)
+            goto fail;
+        if (!found)
+            last = -1;
         if (last >= 0) {
             PyObject *at = PySequence_GetItem(offsets, last);
             if (at == NULL)
-                goto fail_hashed;
+                goto fail;
             int newer = PyObject_RichCompareBool(at, offset_obj, Py_GE);
             Py_DECREF(at);
             if (newer < 0)
-                goto fail_hashed;
-            if (newer) {
-                Py_DECREF(hashed);
+                goto fail;
+            if (newer)
                 continue; /* the same key twice in a record, or a replay */
-            }
         }
         Py_ssize_t size = PyObject_Length(offsets);
-        if (size < 0)
-            goto fail_hashed;
-        PyObject *position = PyLong_FromSsize_t(size);
-        if (position == NULL)
-            goto fail_hashed;
-        int rc = PyDict_SetItem(head, hashed, position);
-        Py_DECREF(position);
-        Py_DECREF(hashed);
-        if (rc < 0)
+        if (size < 0 || head_store(head, h, size) < 0)
             goto fail;
         if (append_i64(offsets, offset) < 0 || append_i64(stamps, store_ms) < 0 ||
             append_i64(previous, (int64_t)last) < 0)
@@ -1211,10 +1605,6 @@ static PyObject *py_index_add(PyObject *self, PyObject *const *args, Py_ssize_t 
         memcpy(out, digest, 8);
         put_u64(out + 8, (uint64_t)offset);
         put_u64(out + 16, (uint64_t)store_ms);
-        continue;
-    fail_hashed:
-        Py_DECREF(hashed);
-        goto fail;
     }
     Py_DECREF(seq);
     Py_RETURN_NONE;
@@ -1263,8 +1653,8 @@ static int extend_q(PyObject *array, const int64_t *values, Py_ssize_t count)
    general path, which gives its entries or its error. */
 static PyObject *py_index_add_fresh(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 8 || !PyDict_CheckExact(args[0]) || !PyByteArray_CheckExact(args[4])) {
-        PyErr_SetString(PyExc_TypeError, "index_add_fresh(head: dict, offsets, stamps, previous, "
+    if (nargs != 8 || !is_head(args[0]) || !PyByteArray_CheckExact(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "index_add_fresh(head: dict | Head, offsets, stamps, previous, "
                                          "pending: bytearray, rows, record_offsets, store_ms)");
         return NULL;
     }
@@ -1352,6 +1742,20 @@ static PyObject *py_index_add_fresh(PyObject *self, PyObject *const *args, Py_ss
             h = h << 8 | digests[8 * i + b];
         sorted[i] = h;
     }
+    if (HEAD_CHECK(head)) { /* the table checks every hash and takes them all, or none, in one pass */
+        Py_ssize_t at = PyObject_Length(offsets);
+        if (at < 0) {
+            result = NULL;
+            goto done;
+        }
+        int fresh = head_add_fresh((HeadObject *)head, sorted, count, at, (Py_ssize_t *)fill);
+        if (fresh <= 0) {
+            result = fresh < 0 ? NULL : Py_False;
+            goto done;
+        }
+        result = NULL; /* from here on only memory exhaustion fails, as below */
+        goto arrays;
+    }
     qsort(sorted, (size_t)count, sizeof(uint64_t), cmp_u64);
     for (Py_ssize_t i = 1; i < count; i++)
         if (sorted[i] == sorted[i - 1])
@@ -1390,6 +1794,7 @@ static PyObject *py_index_add_fresh(PyObject *self, PyObject *const *args, Py_ss
         if (rc < 0)
             goto done;
     }
+arrays:
     if (extend_q(offsets, key_offsets, count) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < count; i++)
@@ -1440,8 +1845,8 @@ done:
    entries or the error. */
 static PyObject *py_index_add_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 8 || !PyDict_CheckExact(args[0]) || !PyByteArray_CheckExact(args[4])) {
-        PyErr_SetString(PyExc_TypeError, "index_add_rows(head: dict, offsets, stamps, previous, "
+    if (nargs != 8 || !is_head(args[0]) || !PyByteArray_CheckExact(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "index_add_rows(head: dict | Head, offsets, stamps, previous, "
                                          "pending: bytearray, rows, record_offsets, record_stamps)");
         return NULL;
     }
@@ -1556,43 +1961,22 @@ static PyObject *py_index_add_rows(PyObject *self, PyObject *const *args, Py_ssi
         uint64_t h = 0;
         for (int b = 0; b < 8; b++)
             h = h << 8 | digests[8 * i + b];
-        PyObject *hashed = PyLong_FromUnsignedLongLong(h);
-        if (hashed == NULL)
-            goto done;
-        PyObject *before = PyDict_GetItemWithError(head, hashed); /* borrowed */
         Py_ssize_t last = -1;
-        if (before == NULL && PyErr_Occurred()) {
-            Py_DECREF(hashed);
+        int found = head_find(head, h, &last);
+        if (found < 0)
             goto done;
-        }
-        if (before != NULL) {
-            last = PyLong_AsSsize_t(before);
-            if (last == -1 && PyErr_Occurred()) {
-                Py_DECREF(hashed);
-                goto done;
-            }
-        }
+        if (!found)
+            last = -1;
         if (last >= 0) {
             if (last >= base + added) {
-                Py_DECREF(hashed);
                 PyErr_SetString(PyExc_IndexError, "array index out of range");
                 goto done;
             }
             int64_t at = last < base ? old_offsets[last] : new_offsets[last - base];
-            if (at >= offset) {
-                Py_DECREF(hashed);
+            if (at >= offset)
                 continue; /* the same key twice in a record, or a replay */
-            }
         }
-        PyObject *position = PyLong_FromSsize_t(base + added);
-        if (position == NULL) {
-            Py_DECREF(hashed);
-            goto done;
-        }
-        int rc = PyDict_SetItem(head, hashed, position);
-        Py_DECREF(position);
-        Py_DECREF(hashed);
-        if (rc < 0)
+        if (head_store(head, h, base + added) < 0)
             goto done;
         new_offsets[added] = offset;
         new_stamps[added] = store_ms;
@@ -1657,6 +2041,163 @@ static PyObject *py_put_unit(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ a batch's column checks */
+
+/* every item of a column (an exact tuple or list): its items and count, or 0 (anything else) */
+static int col_items(PyObject *col, PyObject ***items, Py_ssize_t *n)
+{
+    if (PyTuple_CheckExact(col)) {
+        *items = &PyTuple_GET_ITEM(col, 0);
+        *n = PyTuple_GET_SIZE(col);
+        return 1;
+    }
+    if (PyList_CheckExact(col)) {
+        *items = ((PyListObject *)col)->ob_item;
+        *n = PyList_GET_SIZE(col);
+        return 1;
+    }
+    return 0;
+}
+
+/* every item an exact int in [low, high] (an item that is the item before it is not looked at again:
+   the lane's columns repeat one object, (0,) * count) */
+static int col_ints_within(PyObject *col, long long low, long long high)
+{
+    PyObject **items;
+    Py_ssize_t n;
+    if (!col_items(col, &items, &n))
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = items[i];
+        if (i > 0 && v == items[i - 1])
+            continue;
+        if (!PyLong_CheckExact(v))
+            return 0;
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (x < low || x > high)
+            return 0;
+    }
+    return 1;
+}
+
+/* every item exact bytes of at most `most` bytes (and, ascii: every byte below 0x80); an item that is
+   the item before it is not looked at again */
+static int col_bytes_within(PyObject *col, long long most, int ascii)
+{
+    PyObject **items;
+    Py_ssize_t n;
+    if (!col_items(col, &items, &n))
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = items[i];
+        if (i > 0 && v == items[i - 1])
+            continue;
+        if (!PyBytes_CheckExact(v) || (long long)PyBytes_GET_SIZE(v) > most)
+            return 0;
+        if (ascii) {
+            const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(v);
+            Py_ssize_t size = PyBytes_GET_SIZE(v), k = 0;
+            uint64_t high = 0;
+            for (; k + 8 <= size; k += 8) {
+                uint64_t w;
+                memcpy(&w, p + k, 8);
+                high |= w;
+            }
+            for (; k < size; k++)
+                high |= p[k];
+            if (high & 0x8080808080808080ull)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* columns_fit(topic, columns, queue_id_max, body_max, properties_max) -> bool: True when a batch's
+   columns (codec.Columns: topics, queue ids, bodies, properties, tags codes, flags, sys flags, born
+   ms, born hosts, reconsume times, prepared offsets, index keys) surely pass store._check_records'
+   column checks: every topic exact bytes equal to topic, every queue id an int in [0, queue_id_max],
+   bodies and properties exact bytes within their limits, the properties ASCII, born hosts exact bytes
+   of at most 255, flags, sys flags and reconsume times in int32, tags codes, born ms and prepared
+   offsets in int64. False for anything else (an odd type too): the Python checks then judge, so the
+   answer only ever skips work that would have found nothing. */
+static PyObject *py_columns_fit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyBytes_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "columns_fit(topic: bytes, columns, queue_id_max, body_max, properties_max)");
+        return NULL;
+    }
+    long long lim[3];
+    for (int i = 0; i < 3; i++) {
+        lim[i] = PyLong_AsLongLong(args[2 + i]);
+        if (lim[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    PyObject *columns = args[1], *topic = args[0];
+    if (!PyTuple_CheckExact(columns) || PyTuple_GET_SIZE(columns) != 12)
+        Py_RETURN_FALSE;
+    PyObject **col = &PyTuple_GET_ITEM(columns, 0);
+    PyObject **items;
+    Py_ssize_t n;
+    if (!col_items(col[0], &items, &n))
+        Py_RETURN_FALSE;
+    const char *name = PyBytes_AS_STRING(topic);
+    Py_ssize_t name_len = PyBytes_GET_SIZE(topic);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = items[i];
+        if (v != topic && (!PyBytes_CheckExact(v) || PyBytes_GET_SIZE(v) != name_len
+                           || memcmp(PyBytes_AS_STRING(v), name, (size_t)name_len) != 0))
+            Py_RETURN_FALSE;
+    }
+    const long long i32_lo = -(1LL << 31), i32_hi = (1LL << 31) - 1;
+    int fit = col_ints_within(col[1], 0, lim[0]) && col_bytes_within(col[2], lim[1], 0)
+              && col_bytes_within(col[3], lim[2], 1) && col_bytes_within(col[8], 255, 0)
+              && col_ints_within(col[5], i32_lo, i32_hi) && col_ints_within(col[6], i32_lo, i32_hi)
+              && col_ints_within(col[9], i32_lo, i32_hi) && col_ints_within(col[4], LLONG_MIN, LLONG_MAX)
+              && col_ints_within(col[7], LLONG_MIN, LLONG_MAX) && col_ints_within(col[10], LLONG_MIN, LLONG_MAX);
+    if (fit)
+        Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+/* record_sizes(fixed, properties, bodies) -> list[int] | None: fixed + len(properties[i]) +
+   len(bodies[i]) for every record (codec.batch_sizes of a batch with one topic and born host: fixed
+   is the record's size without its properties and body); None, for the Python loop to judge, unless
+   both are exact tuples or lists of exact bytes of the same length */
+static PyObject *py_record_sizes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "record_sizes(fixed, properties, bodies)");
+        return NULL;
+    }
+    Py_ssize_t fixed = PyLong_AsSsize_t(args[0]);
+    if (fixed == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject **props, **bodies;
+    Py_ssize_t n, m;
+    if (!col_items(args[1], &props, &n) || !col_items(args[2], &bodies, &m) || n != m)
+        Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyBytes_CheckExact(props[i]) || !PyBytes_CheckExact(bodies[i]))
+            Py_RETURN_NONE;
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *size = PyLong_FromSsize_t(fixed + PyBytes_GET_SIZE(props[i]) + PyBytes_GET_SIZE(bodies[i]));
+        if (size == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, size);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"encode_batch", (PyCFunction)(void (*)(void))py_encode_batch, METH_FASTCALL,
      "Encode a batch's records into buf (see the module's source)."},
@@ -1681,6 +2222,10 @@ static PyMethodDef methods[] = {
      "A batch's key index entries when every key is fresh (KeyIndex.add_batch's columnar path), or False."},
     {"index_add_rows", (PyCFunction)(void (*)(void))py_index_add_rows, METH_FASTCALL,
      "index_add of several records' keys in one call (KeyIndex.add_rows), or False (unchanged)."},
+    {"columns_fit", (PyCFunction)(void (*)(void))py_columns_fit, METH_FASTCALL,
+     "Whether a batch's columns surely pass store._check_records' column checks."},
+    {"record_sizes", (PyCFunction)(void (*)(void))py_record_sizes, METH_FASTCALL,
+     "fixed + len(properties[i]) + len(bodies[i]) of every record, or None."},
     {"put_unit", (PyCFunction)(void (*)(void))py_put_unit, METH_FASTCALL,
      "One ConsumeQueue unit appended to a bytearray (pending += UNIT.pack(...))."},
     {NULL, NULL, 0, NULL},
@@ -1722,5 +2267,16 @@ PyMODINIT_FUNC PyInit__batchenc(void)
             return NULL;
         }
     }
-    return PyModule_Create(&module);
+    if (PyType_Ready(&HeadType) < 0)
+        return NULL;
+    PyObject *made = PyModule_Create(&module);
+    if (made == NULL)
+        return NULL;
+    Py_INCREF(&HeadType);
+    if (PyModule_AddObject(made, "Head", (PyObject *)&HeadType) < 0) {
+        Py_DECREF(&HeadType);
+        Py_DECREF(made);
+        return NULL;
+    }
+    return made;
 }

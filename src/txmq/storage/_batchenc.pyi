@@ -1,7 +1,7 @@
 # The C extension's interface (src/txmq/storage/_batchenc.c); codec.py and index.py load it at run
 # time (None when it is not built), the Python code they fall back to is the reference.
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from _typeshed import ReadableBuffer, WriteableBuffer
 
@@ -41,9 +41,30 @@ def encode_record(
 def pack_units(
     offsets: Sequence[int], sizes: Sequence[int], tags_codes: Sequence[int], start: int
 ) -> bytes: ...
-def head_extend(head: dict[int, int], digests: ReadableBuffer, first: int) -> bool: ...
+
+class Head:
+    """The key index's head (hash -> newest entry position) in a C table: a mapping of ints in
+    first-insertion order."""
+
+    def __init__(self) -> None: ...
+    def get(self, key: object, default: int, /) -> int: ...
+    def __getitem__(self, key: int, /) -> int: ...
+    def __setitem__(self, key: int, value: int, /) -> None: ...
+    def __contains__(self, key: object, /) -> bool: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[int]: ...
+    def keys(self) -> list[int]: ...
+    def values(self) -> list[int]: ...
+    def items(self) -> list[tuple[int, int]]: ...
+    def to_dict(self) -> dict[int, int]: ...
+
+def columns_fit(
+    topic: bytes, columns: tuple[object, ...], queue_id_max: int, body_max: int, properties_max: int
+) -> bool: ...
+def record_sizes(fixed: int, properties: Sequence[object], bodies: Sequence[object]) -> list[int] | None: ...
+def head_extend(head: dict[int, int] | Head, digests: ReadableBuffer, first: int) -> bool: ...
 def index_add(
-    head: dict[int, int],
+    head: dict[int, int] | Head,
     offsets: array[int],
     stamps: array[int],
     previous: array[int],
@@ -53,7 +74,7 @@ def index_add(
     store_ms: int,
 ) -> None: ...
 def index_add_fresh(
-    head: dict[int, int],
+    head: dict[int, int] | Head,
     offsets: array[int],
     stamps: array[int],
     previous: array[int],
@@ -63,7 +84,7 @@ def index_add_fresh(
     store_ms: int,
 ) -> bool: ...
 def index_add_rows(
-    head: dict[int, int],
+    head: dict[int, int] | Head,
     offsets: array[int],
     stamps: array[int],
     previous: array[int],

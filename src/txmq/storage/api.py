@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from txmq.common import limits
 from txmq.common.fastinit import slot_init
@@ -205,5 +205,21 @@ class RecoveryReport:
 
 # (topic, queue_id, properties bytes) -> keys to index (e.g. KEYS and UNIQ_KEY). Injected by the broker.
 IndexKeysFn = Callable[[str, bytes], Sequence[str]]
+
+
+class HeadMap(Protocol):
+    """What the key index reads and writes of its active file's head (a key hash -> the position of
+    its newest entry): a ``dict[int, int]`` without the C extension, ``_batchenc.Head`` (the same
+    mapping in a C table, iterated in the same order) with it."""
+
+    def get(self, key: int, default: int, /) -> int: ...
+
+    def __setitem__(self, key: int, value: int, /) -> None: ...
+
+    def __contains__(self, key: object, /) -> bool: ...
+
+    def __len__(self) -> int: ...
+
+
 # Called after records become visible (dispatched): (topic, queue_id, next queue offset)
 ArrivalListener = Callable[[str, int, int], None]

@@ -940,6 +940,10 @@ def _check_records(topic: str, columns: codec.Columns) -> None:
     """:func:`_check_fields` for every record of a batch, column by column (each check one C-level
     pass); if any fails, record by record for the same first error."""
     _check_topic(topic)
+    if codec.BATCHENC is not None and codec.BATCHENC.columns_fit(
+        topic.encode(), columns, limits.queue_id_max, limits.body_bytes_max, limits.properties_bytes_max
+    ):
+        return  # one C pass found every column within bounds (tests/property/test_columns_fit.py)
     (topics, queue_ids, bodies, properties, tags_codes, flags, sys_flags, born_ms, born_hosts, reconsume,
      prepared, _) = columns  # fmt: skip
     if not (

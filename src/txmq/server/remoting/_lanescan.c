@@ -381,6 +381,23 @@ static void state_close(scan_state *s)
     Py_XDECREF(s->ids);
 }
 
+/* room for n items in a fresh empty list (its size stays 0): the appends that follow reallocate
+ * nothing; -1: MemoryError */
+static int list_room(PyObject *list, Py_ssize_t n)
+{
+    PyListObject *l = (PyListObject *)list;
+    if (n <= l->allocated)
+        return 0;
+    PyObject **items = PyMem_Realloc(l->ob_item, (size_t)n * sizeof(PyObject *));
+    if (items == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    l->ob_item = items;
+    l->allocated = n;
+    return 0;
+}
+
 static PyObject *py_lane_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 8) {
@@ -405,6 +422,18 @@ static PyObject *py_lane_scan(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_ssize_t pos = 0;
     if (size == 0)
         goto declined;
+    /* the entries counted by their TOTALSIZE words first (the loop below checks them): the five lists
+     * get room for all at once instead of growing append by append */
+    Py_ssize_t entries = 0;
+    for (Py_ssize_t at = 0; size - at >= ENTRY_HEAD; entries++) {
+        uint64_t total = get_u32(d + at);
+        if (total < ENTRY_HEAD || total > (uint64_t)(size - at))
+            break;
+        at += (Py_ssize_t)total;
+    }
+    if (list_room(s.bodies, entries) < 0 || list_room(s.properties, entries) < 0 || list_room(s.codes, entries) < 0
+        || list_room(s.index_keys, entries) < 0 || list_room(s.ids, entries) < 0)
+        goto error;
     while (pos < size) {
         if (size - pos < ENTRY_HEAD)
             goto declined;
