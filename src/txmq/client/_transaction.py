@@ -32,6 +32,7 @@ from txmq.client._factory import TransportName
 from txmq.client._producer import MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES, Producer
 from txmq.client._remoting import RemotingTransport
 from txmq.client._selectors import entry_bytes
+from txmq.client._single import TRANSACTIONAL_COPY as _TRANSACTIONAL_COPY
 from txmq.client._transport import CheckRequest, TransactionRef, Transport
 from txmq.client.transaction_state import LocalTransactionState, TransactionListener
 from txmq.common import errors, msgid
@@ -534,6 +535,17 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 
 
 def _transactional(message: Message) -> Message:
+    """``message`` as a transaction sends it: itself when flagged ``transactional``, else a copy that
+    is; one C call for an exact ``Message`` (``_batchsend.transactional_copy``), else
+    ``_transactional_py``, the reference (tests/property/test_tx_native.py)."""
+    if _TRANSACTIONAL_COPY is not None:
+        made: Message | None = _TRANSACTIONAL_COPY(message)
+        if made is not None:
+            return made
+    return _transactional_py(message)
+
+
+def _transactional_py(message: Message) -> Message:
     if message.transactional:
         return message
     # dataclasses.replace(message, transactional=True), without its walk of the fields or the class call
