@@ -9,6 +9,7 @@
  *   transactional_copy(message) -> Message | None   (see py_transactional_copy)
  *   end_binary(group_pair, queue_offset, log_offset, decision, msg_id, topic_pair, check, transaction_id)
  *       -> bytes | None   (see py_end_binary)
+ *   offset_id_offset(message_id) -> int | None   (see py_offset_id_offset)
  *
  * results() gives what _single.results_py gives for the same arguments (the reference: the batch
  * half of _single.send_results): for i in range(len(ids)), SendResult(ids[i], queue, base + i,
@@ -511,6 +512,39 @@ static PyObject *py_transactional_copy(PyObject *self, PyObject *const *args, Py
     return copy;
 }
 
+/* offset_id_offset(message_id) -> int | None
+ *
+ * msgid.offset_of_offset_message_id for an exact str (the reference): the commit-log offset, the low 64
+ * bits of the 32 hex digits read as a signed int64, when message_id is exactly 32 ASCII hex digits
+ * (either case); None for any other str. A value that is not an exact str is None too: the caller
+ * gives the reference anything but an exact str. */
+static PyObject *py_offset_id_offset(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "offset_id_offset(message_id)");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    if (!PyUnicode_CheckExact(text) || !PyUnicode_IS_COMPACT_ASCII(text) || PyUnicode_GET_LENGTH(text) != 32)
+        Py_RETURN_NONE;
+    const unsigned char *p = (const unsigned char *)PyUnicode_DATA(text);
+    uint64_t value = 0;
+    for (int i = 0; i < 32; i++) {
+        unsigned c = p[i], digit;
+        if (c >= '0' && c <= '9')
+            digit = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            digit = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            digit = c - 'A' + 10;
+        else
+            Py_RETURN_NONE;
+        value = (value << 4) | digit; /* the high 64 bits shift out: only the low 64 are kept */
+    }
+    return PyLong_FromLongLong((long long)value);
+}
+
 /* the decimal digits of value into w (at least 20 bytes); their count */
 static int put_decimal(char *w, long long value)
 {
@@ -688,6 +722,8 @@ static PyMethodDef methods[] = {
      "A Message as sent in a transaction (itself, or a copy flagged transactional), or None."},
     {"end_binary", (PyCFunction)(void (*)(void))py_end_binary, METH_FASTCALL,
      "END_TRANSACTION's binary extFields from the kept pairs, offsets and ids, or None."},
+    {"offset_id_offset", (PyCFunction)(void (*)(void))py_offset_id_offset, METH_FASTCALL,
+     "The commit-log offset of an offset message id (32 hex digits), or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -463,6 +463,8 @@ _PLAIN_SINGLE: Final[Any] = None if _BATCHSEND is None else getattr(_BATCHSEND, 
 # (_transaction._transactional_py the reference), end_binary(...) -> bytes | None (_remoting._end_binary_py)
 TRANSACTIONAL_COPY: Final[Any] = getattr(_BATCHSEND, "transactional_copy", None)
 END_BINARY: Final[Any] = getattr(_BATCHSEND, "end_binary", None)
+# msgid.offset_of_offset_message_id of an exact str (the reference), in C
+OFFSET_ID_OFFSET: Final[Any] = getattr(_BATCHSEND, "offset_id_offset", None)
 
 
 def plain_batch(
