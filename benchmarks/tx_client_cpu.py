@@ -1,4 +1,4 @@
-"""Producer-side CPU per transaction: one ``TransactionProducer`` (remoting, sync listener that commits),
+"""Producer-side CPU per transaction: one ``TransactionProducer`` (remoting, a listener that commits),
 transactions one after another against a ``txmq broker`` subprocess (async flush: no fsync wait), after
 a warm-up. For deterministic counts run it under callgrind twice with different ``N`` and divide the
 difference of the instruction totals by the difference of ``N`` (only this process is traced, the
@@ -9,7 +9,12 @@ broker subprocess is not)::
     valgrind ... --callgrind-out-file=cg.700 python benchmarks/tx_client_cpu.py 700
 
 Without valgrind it prints the process CPU (``process_time``) per transaction.
-Usage: ``python benchmarks/tx_client_cpu.py N [--warmup 200]``.
+Usage: ``python benchmarks/tx_client_cpu.py N [--warmup 200] [--listener sync|async]``.
+
+``--listener sync`` (the default) is a blocking listener: each call runs on a worker thread
+(``_transaction.Workers``) and its answer comes back to the loop. ``--listener async`` has ``async def``
+methods, awaited on the loop with no thread hop: the shape ``txmq bench``'s tx-8 workload uses
+(``benchmarks/harness/drivers/txmq.py``, ``_CommitAtOnce``).
 """
 
 from __future__ import annotations
@@ -42,8 +47,16 @@ class Commit:
         return LocalTransactionState.COMMIT_MESSAGE
 
 
-async def run(endpoint: str, count: int, warmup: int) -> float:
-    async with TransactionProducer("pgClientCpu", Commit(), endpoint) as producer:
+class AsyncCommit:
+    async def execute_local_transaction(self, msg: Any, arg: Any) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    async def check_local_transaction(self, msg: Any) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT_MESSAGE
+
+
+async def run(endpoint: str, count: int, warmup: int, listener: Any) -> float:
+    async with TransactionProducer("pgClientCpu", listener, endpoint) as producer:
         for _ in range(warmup):
             await producer.send_message_in_transaction(Message("TxClientCpu", BODY))
         c0 = time.process_time()
@@ -56,13 +69,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("count", type=int)
     parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--listener", choices=("sync", "async"), default="sync")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         broker = BrokerProcess(Path(tmp), extra_args=["--flush", "async"])
         broker.start()
         try:
             install_uvloop()
-            cpu = asyncio.run(run(f"127.0.0.1:{broker.namesrv_port}", args.count, args.warmup))
+            listener = Commit() if args.listener == "sync" else AsyncCommit()
+            cpu = asyncio.run(run(f"127.0.0.1:{broker.namesrv_port}", args.count, args.warmup, listener))
         finally:
             broker.stop()
     print(f"client CPU {cpu / args.count * 1e6:.1f} us per transaction ({args.count} transactions)")

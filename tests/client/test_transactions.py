@@ -65,6 +65,49 @@ async def test_commit_rollback_and_unknown(broker: BrokerProcess, unique: str) -
     assert len(listener.executed) == 5
 
 
+class AsyncListener(Listener):
+    """``Listener`` with ``async def`` methods: awaited on the loop (no worker thread), the first call
+    through ``_run``, the next ones in ``_execute`` itself once known to be a coroutine function."""
+
+    async def execute_local_transaction(  # type: ignore[override]
+        self, msg: MessageView, arg: Any
+    ) -> LocalTransactionState:
+        assert threading.current_thread() is threading.main_thread()
+        return Listener.execute_local_transaction(self, msg, arg)
+
+    async def check_local_transaction(self, msg: MessageView) -> LocalTransactionState:  # type: ignore[override]
+        assert threading.current_thread() is threading.main_thread()
+        return Listener.check_local_transaction(self, msg)
+
+
+async def test_an_async_listener_commits_rolls_back_and_is_checked(
+    broker: BrokerProcess, unique: str
+) -> None:
+    listener = AsyncListener()
+    async with TransactionProducer(f"pg{unique}", listener, broker.namesrv) as producer:
+        cases = [
+            ("commit-1", LocalTransactionState.COMMIT_MESSAGE),
+            ("rollback", LocalTransactionState.ROLLBACK_MESSAGE),
+            ("raises-then-commit", RuntimeError("local transaction crashed")),
+            ("commit-2", LocalTransactionState.COMMIT_MESSAGE),
+            ("not-a-state-then-commit", "COMMIT"),
+        ]
+        for body, arg in cases:
+            half, state = await producer.send_message_in_transaction(Message(unique, body.encode()), arg)
+            assert half.transaction_id
+            assert state is (arg if isinstance(arg, LocalTransactionState) else LocalTransactionState.UNKNOW)
+        assert producer._execute_pool.threads == 0  # never a worker thread
+        await wait_until(lambda: len(set(listener.checked)) >= 2, what="two check-backs answered")
+        got = await read_all(broker, unique, 4)
+    assert sorted(m.body for m in got) == [
+        b"commit-1",
+        b"commit-2",
+        b"not-a-state-then-commit",
+        b"raises-then-commit",
+    ]
+    assert len(listener.executed) == 5
+
+
 async def test_context_manager_commits_or_rolls_back(broker: BrokerProcess, unique: str) -> None:
     listener = Listener()
     async with TransactionProducer(f"pg{unique}", listener, broker.namesrv) as producer:

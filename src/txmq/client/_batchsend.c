@@ -6,6 +6,10 @@
  *   plain_batch(messages, prefix, sequence, id_tail, properties_max, empty) -> (body, ids) | None
  *   plain_single(message, transactional, head, now_ms, before, prefix, sequence, after, empty)
  *       -> (ext, body, id) | None   (see py_plain_single)
+ *   transactional_copy(message) -> Message | None   (see py_transactional_copy)
+ *   end_binary(group_pair, queue_offset, log_offset, decision, msg_id, topic_pair, check, transaction_id)
+ *       -> bytes | None   (see py_end_binary)
+ *   offset_id_offset(message_id) -> int | None   (see py_offset_id_offset)
  *
  * results() gives what _single.results_py gives for the same arguments (the reference: the batch
  * half of _single.send_results): for i in range(len(ids)), SendResult(ids[i], queue, base + i,
@@ -465,6 +469,185 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ a transaction's own two steps */
+
+/* transactional_copy(message) -> Message | None
+ *
+ * What _transaction._transactional_py gives for an exact Message whose transactional slot is True or
+ * False: the message itself when True; when False, a new Message (tp_alloc, as object.__new__) with every
+ * slot the message's own object except transactional, which is True (what dataclasses.replace(message,
+ * transactional=True) holds, without __init__). None for anything else (not exactly a Message, an empty
+ * slot, a transactional value other than the two bools): the caller then runs the reference. */
+static PyObject *py_transactional_copy(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "transactional_copy(message)");
+        return NULL;
+    }
+    PyObject *m = args[0];
+    if (message_type == NULL || Py_TYPE(m) != message_type)
+        Py_RETURN_NONE;
+    PyObject *flag = slot(m, message_offsets[M_TRANSACTIONAL]);
+    if (flag == Py_True)
+        return Py_NewRef(m);
+    if (flag != Py_False)
+        Py_RETURN_NONE;
+    for (int f = 0; f < N_MESSAGE_FIELDS; f++)
+        if (slot(m, message_offsets[f]) == NULL)
+            Py_RETURN_NONE;
+    PyObject *copy = message_type->tp_alloc(message_type, 0);
+    if (copy == NULL)
+        return NULL;
+    /* the allocation may have run a collection (finalizers: Python code), but m is held by the caller
+     * and a frozen Message's slots are not reassigned by object.__setattr__; read them again anyway */
+    for (int f = 0; f < N_MESSAGE_FIELDS; f++) {
+        PyObject *value = f == M_TRANSACTIONAL ? Py_True : slot(m, message_offsets[f]);
+        if (value == NULL) {
+            Py_DECREF(copy);
+            Py_RETURN_NONE;
+        }
+        *(PyObject **)((char *)copy + message_offsets[f]) = Py_NewRef(value);
+    }
+    return copy;
+}
+
+/* offset_id_offset(message_id) -> int | None
+ *
+ * msgid.offset_of_offset_message_id for an exact str (the reference): the commit-log offset, the low 64
+ * bits of the 32 hex digits read as a signed int64, when message_id is exactly 32 ASCII hex digits
+ * (either case); None for any other str. A value that is not an exact str is None too: the caller
+ * gives the reference anything but an exact str. */
+static PyObject *py_offset_id_offset(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "offset_id_offset(message_id)");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    if (!PyUnicode_CheckExact(text) || !PyUnicode_IS_COMPACT_ASCII(text) || PyUnicode_GET_LENGTH(text) != 32)
+        Py_RETURN_NONE;
+    const unsigned char *p = (const unsigned char *)PyUnicode_DATA(text);
+    uint64_t value = 0;
+    for (int i = 0; i < 32; i++) {
+        unsigned c = p[i], digit;
+        if (c >= '0' && c <= '9')
+            digit = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            digit = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            digit = c - 'A' + 10;
+        else
+            Py_RETURN_NONE;
+        value = (value << 4) | digit; /* the high 64 bits shift out: only the low 64 are kept */
+    }
+    return PyLong_FromLongLong((long long)value);
+}
+
+/* the decimal digits of value into w (at least 20 bytes); their count */
+static int put_decimal(char *w, long long value)
+{
+    char digits[24];
+    int n = 0;
+    unsigned long long x = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+    do {
+        digits[n++] = (char)('0' + x % 10);
+        x /= 10;
+    } while (x != 0);
+    int len = 0;
+    if (value < 0)
+        w[len++] = '-';
+    while (n > 0)
+        w[len++] = digits[--n];
+    return len;
+}
+
+static const char END_TRAN_KEY[] = "tranStateTableOffset";
+static const char END_LOG_KEY[] = "commitLogOffset";
+#define END_TRAN_KEY_LEN ((Py_ssize_t)(sizeof(END_TRAN_KEY) - 1))
+#define END_LOG_KEY_LEN ((Py_ssize_t)(sizeof(END_LOG_KEY) - 1))
+
+/* end_binary(group_pair, queue_offset, log_offset, decision, msg_id, topic_pair, check, transaction_id)
+ *     -> bytes | None
+ *
+ * END_TRANSACTION's extFields as _remoting._end_binary_py joins them (frame.binary_ext's layout, the
+ * reference _end_binary_pairs): group_pair; the tranStateTableOffset pair of str(queue_offset); the
+ * commitLogOffset pair of str(log_offset); decision (the commitOrRollback pair and the msgId key);
+ * msg_id's int32 length and text; topic_pair; check (the fromTransactionCheck pair and the
+ * transactionId key); transaction_id's int32 length and text. None unless group_pair, decision,
+ * topic_pair and check are bytes, both offsets exact ints within int64 and both ids exact ASCII str:
+ * the caller then runs the reference (which gives any error). */
+static PyObject *py_end_binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError,
+                        "end_binary(group_pair, queue_offset, log_offset, decision, msg_id, topic_pair, check, "
+                        "transaction_id)");
+        return NULL;
+    }
+    PyObject *group = args[0], *decision = args[3], *msg_id = args[4], *topic = args[5], *check = args[6];
+    PyObject *tx_id = args[7];
+    if (!PyBytes_CheckExact(group) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]) ||
+        !PyBytes_CheckExact(decision) || !PyUnicode_CheckExact(msg_id) || !PyUnicode_IS_COMPACT_ASCII(msg_id) ||
+        !PyBytes_CheckExact(topic) || !PyBytes_CheckExact(check) || !PyUnicode_CheckExact(tx_id) ||
+        !PyUnicode_IS_COMPACT_ASCII(tx_id))
+        Py_RETURN_NONE;
+    long long numbers[2];
+    for (int i = 0; i < 2; i++) {
+        int overflow = 0;
+        numbers[i] = PyLong_AsLongLongAndOverflow(args[1 + i], &overflow);
+        if (numbers[i] == -1 && PyErr_Occurred())
+            return NULL;
+        if (overflow)
+            Py_RETURN_NONE;
+    }
+    char tran[24], log_offset[24];
+    int tran_len = put_decimal(tran, numbers[0]);
+    int log_len = put_decimal(log_offset, numbers[1]);
+    Py_ssize_t group_len = PyBytes_GET_SIZE(group), decision_len = PyBytes_GET_SIZE(decision);
+    Py_ssize_t topic_len = PyBytes_GET_SIZE(topic), check_len = PyBytes_GET_SIZE(check);
+    Py_ssize_t id_len = PyUnicode_GET_LENGTH(msg_id), tx_len = PyUnicode_GET_LENGTH(tx_id);
+    if (group_len > INT32_MAX || decision_len > INT32_MAX || topic_len > INT32_MAX || check_len > INT32_MAX ||
+        id_len > INT32_MAX || tx_len > INT32_MAX)
+        Py_RETURN_NONE;
+    Py_ssize_t size = group_len + (2 + END_TRAN_KEY_LEN + 4 + tran_len) + (2 + END_LOG_KEY_LEN + 4 + log_len) +
+                      decision_len + 4 + id_len + topic_len + check_len + 4 + tx_len;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+    if (out == NULL)
+        return NULL;
+    char *at = PyBytes_AS_STRING(out);
+    memcpy(at, PyBytes_AS_STRING(group), (size_t)group_len);
+    at += group_len;
+    at[0] = 0;
+    at[1] = (char)END_TRAN_KEY_LEN;
+    memcpy(at + 2, END_TRAN_KEY, END_TRAN_KEY_LEN);
+    at += 2 + END_TRAN_KEY_LEN;
+    put_be32(at, (uint32_t)tran_len);
+    memcpy(at + 4, tran, (size_t)tran_len);
+    at += 4 + tran_len;
+    at[0] = 0;
+    at[1] = (char)END_LOG_KEY_LEN;
+    memcpy(at + 2, END_LOG_KEY, END_LOG_KEY_LEN);
+    at += 2 + END_LOG_KEY_LEN;
+    put_be32(at, (uint32_t)log_len);
+    memcpy(at + 4, log_offset, (size_t)log_len);
+    at += 4 + log_len;
+    memcpy(at, PyBytes_AS_STRING(decision), (size_t)decision_len);
+    at += decision_len;
+    put_be32(at, (uint32_t)id_len);
+    memcpy(at + 4, PyUnicode_DATA(msg_id), (size_t)id_len);
+    at += 4 + id_len;
+    memcpy(at, PyBytes_AS_STRING(topic), (size_t)topic_len);
+    at += topic_len;
+    memcpy(at, PyBytes_AS_STRING(check), (size_t)check_len);
+    at += check_len;
+    put_be32(at, (uint32_t)tx_len);
+    memcpy(at + 4, PyUnicode_DATA(tx_id), (size_t)tx_len);
+    return out;
+}
+
 /* the slot offsets of a plain slotted class's fields, checked against names; -1 with TypeError */
 static int slot_offsets(PyObject *cls, PyObject *fields, const char *const *names, int n, Py_ssize_t *found)
 {
@@ -535,6 +718,12 @@ static PyMethodDef methods[] = {
      "A plain batch's fresh ids and SEND_BATCH_MESSAGE body in one pass, or None."},
     {"plain_single", (PyCFunction)(void (*)(void))py_plain_single, METH_FASTCALL,
      "A plain message's SEND_MESSAGE_V2 binary extFields, body and fresh id in one call, or None."},
+    {"transactional_copy", (PyCFunction)(void (*)(void))py_transactional_copy, METH_FASTCALL,
+     "A Message as sent in a transaction (itself, or a copy flagged transactional), or None."},
+    {"end_binary", (PyCFunction)(void (*)(void))py_end_binary, METH_FASTCALL,
+     "END_TRANSACTION's binary extFields from the kept pairs, offsets and ids, or None."},
+    {"offset_id_offset", (PyCFunction)(void (*)(void))py_offset_id_offset, METH_FASTCALL,
+     "The commit-log offset of an offset message id (32 hex digits), or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -29,3 +29,26 @@ def plain_batch(
     properties_max: int,
     empty: Mapping[str, str],
 ) -> tuple[bytes, list[str]] | None: ...
+def plain_single(
+    message: Message,
+    transactional: bool,
+    head: bytes,
+    now_ms: int,
+    before: bytes,
+    prefix: str,
+    sequence: itertools.count[int],
+    after: bytes,
+    empty: Mapping[str, str],
+) -> tuple[bytes, bytes, str] | None: ...
+def transactional_copy(message: Message) -> Message | None: ...
+def end_binary(
+    group_pair: bytes,
+    queue_offset: int,
+    log_offset: int,
+    decision: bytes,
+    msg_id: str,
+    topic_pair: bytes,
+    check: bytes,
+    transaction_id: str,
+) -> bytes | None: ...
+def offset_id_offset(message_id: str) -> int | None: ...

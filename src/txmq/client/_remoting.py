@@ -173,6 +173,30 @@ def _kept_pair(pairs: dict[str, bytes], key: str, value: str) -> bytes:
 
 
 def _end_binary(ref: TransactionRef, producer_group: str, commit: bool | None, from_check: bool) -> bytes:
+    """``_end_binary_py`` in one C call (``_batchsend.end_binary``) once the group's and the topic's
+    pairs are kept and the offsets and ids are plain (exact ints, ASCII ids); else ``_end_binary_py``
+    (tests/unit/test_remoting_end.py, tests/property/test_tx_native.py hold them byte-equal)."""
+    if single.END_BINARY is not None:
+        group_pair = _end_group_pairs.get(producer_group) if type(producer_group) is str else None
+        topic = ref.topic
+        topic_pair = _end_topic_pairs.get(topic) if type(topic) is str else None
+        if group_pair is not None and topic_pair is not None:
+            made: bytes | None = single.END_BINARY(
+                group_pair,
+                ref.queue_offset,
+                _half_log_offset(ref),
+                _END_NOT if commit is None else _END_COMMIT if commit else _END_ROLLBACK,
+                ref.message_id,
+                topic_pair,
+                _END_FROM_CHECK if from_check else _END_NOT_FROM_CHECK,
+                ref.transaction_id,
+            )
+            if made is not None:
+                return made
+    return _end_binary_py(ref, producer_group, commit, from_check)
+
+
+def _end_binary_py(ref: TransactionRef, producer_group: str, commit: bool | None, from_check: bool) -> bytes:
     """``_end_binary_pairs`` (the reference, tests/unit/test_remoting_end.py) from parts rendered once:
     the group's and the topic's pairs kept per value, the keys and the decision and check flag pairs
     constant; only the two offsets and the two ids are encoded per END_TRANSACTION."""

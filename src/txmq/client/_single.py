@@ -307,6 +307,8 @@ _MAKE_RESULT: Final = slot_maker(
 def _plain_int(raw: str) -> int | None:
     """``headers._plain_int``: ``raw`` as an int when it is a plain decimal (ASCII digits, optional
     ``-``, at most 18 digits); None sends the caller to the general parser."""
+    if raw.isdecimal() and raw.isascii() and len(raw) <= _DIGITS_MAX:  # no sign (an offset): no slices
+        return int(raw)
     digits = raw[1:] if raw[:1] == "-" else raw
     if digits.isdecimal() and digits.isascii() and len(digits) <= _DIGITS_MAX:
         return int(raw)
@@ -457,6 +459,12 @@ _PLAIN_BATCH: Final[Any] = None if _BATCHSEND is None else _BATCHSEND.plain_batc
 _ID_TAILS: Final[dict[str, bytes]] = {}
 _ID_TAILS_MAX: Final = 64
 _PLAIN_SINGLE: Final[Any] = None if _BATCHSEND is None else getattr(_BATCHSEND, "plain_single", None)
+# a transaction's steps in C (None without the extension): transactional_copy(message) -> Message | None
+# (_transaction._transactional_py the reference), end_binary(...) -> bytes | None (_remoting._end_binary_py)
+TRANSACTIONAL_COPY: Final[Any] = getattr(_BATCHSEND, "transactional_copy", None)
+END_BINARY: Final[Any] = getattr(_BATCHSEND, "end_binary", None)
+# msgid.offset_of_offset_message_id of an exact str (the reference), in C
+OFFSET_ID_OFFSET: Final[Any] = getattr(_BATCHSEND, "offset_id_offset", None)
 
 
 def plain_batch(

@@ -23,15 +23,17 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from txmq.client._backoff import Backoff, ClientStatus
 from txmq.client._factory import TransportName
 from txmq.client._producer import MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES, Producer
 from txmq.client._remoting import RemotingTransport
 from txmq.client._selectors import entry_bytes
+from txmq.client._single import OFFSET_ID_OFFSET as _OFFSET_ID_OFFSET
+from txmq.client._single import TRANSACTIONAL_COPY as _TRANSACTIONAL_COPY
 from txmq.client._transport import CheckRequest, TransactionRef, Transport
 from txmq.client.transaction_state import LocalTransactionState, TransactionListener
 from txmq.common import errors, msgid
@@ -100,7 +102,12 @@ def half_view_at(message: Message, half: SendResult, now: int) -> MessageView:
     store_timestamp_ms=now, tags=message.tags, keys=message.keys, properties=message.properties,
     message_type=MessageType.TRANSACTION, transaction_id=half.transaction_id)``, the other fields at
     their defaults."""
-    offset = msgid.offset_of_offset_message_id(half.offset_message_id or "")
+    offset_id = half.offset_message_id or ""
+    offset: int | None
+    if _OFFSET_ID_OFFSET is not None and type(offset_id) is str:  # one C call (the reference's answer)
+        offset = _OFFSET_ID_OFFSET(offset_id)
+    else:
+        offset = msgid.offset_of_offset_message_id(offset_id)
     body = message.body
     if type(body) is not bytes:  # bytes(body) is body itself for exact bytes (no call for it)
         body = bytes(body)
@@ -331,7 +338,11 @@ class TransactionProducer(Producer):
 
     async def _execute(self, view: MessageView, arg: Any) -> LocalTransactionState:
         try:
-            state = await self._run(self._execute_pool, self.listener.execute_local_transaction, view, arg)
+            fn = self.listener.execute_local_transaction
+            if self._is_async.get(getattr(fn, "__func__", fn)) is True:  # known async: awaited here, as
+                state = await cast(Awaitable[Any], fn(view, arg))  # _run would (one coroutine less)
+            else:
+                state = await self._run(self._execute_pool, fn, view, arg)
         except Exception:
             log.exception("execute_local_transaction raised for %s; answering UNKNOW", view.transaction_id)
             return LocalTransactionState.UNKNOW
@@ -534,6 +545,17 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 
 
 def _transactional(message: Message) -> Message:
+    """``message`` as a transaction sends it: itself when flagged ``transactional``, else a copy that
+    is; one C call for an exact ``Message`` (``_batchsend.transactional_copy``), else
+    ``_transactional_py``, the reference (tests/property/test_tx_native.py)."""
+    if _TRANSACTIONAL_COPY is not None:
+        made: Message | None = _TRANSACTIONAL_COPY(message)
+        if made is not None:
+            return made
+    return _transactional_py(message)
+
+
+def _transactional_py(message: Message) -> Message:
     if message.transactional:
         return message
     # dataclasses.replace(message, transactional=True), without its walk of the fields or the class call

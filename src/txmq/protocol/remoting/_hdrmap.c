@@ -33,6 +33,11 @@
  *
  * A ROCKETMQ request frame with no remark whose extFields are already rendered (see
  * py_binary_request), the reference being frame.encode_binary_request_py.
+ *
+ *   binary_frame(buf, pos, frame_max, languages, other, serialize_type) -> (command, end) | None
+ *
+ * A whole ROCKETMQ frame decoded from a bytes buffer (see py_binary_frame), the reference being
+ * frame._decode_frame_bytes and _decode_binary.
  * Written for txmq; no code copied from elsewhere.
  */
 #define PY_SSIZE_T_CLEAN
@@ -544,6 +549,182 @@ static PyObject *py_binary_request(PyObject *self, PyObject *const *args, Py_ssi
     return out;
 }
 
+/* ------------------------------------------------------------------ a whole ROCKETMQ frame */
+
+/* The extFields pairs of d[pos:end] as a new dict, as py_binary_map reads them; NULL with no error
+ * set when they do not parse (or their text is not UTF-8), NULL with an error set when out of memory. */
+static PyObject *map_range(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end)
+{
+    Py_ssize_t pairs = 0;
+    for (Py_ssize_t at = pos; at < end; pairs++) {
+        if (end - at < 2)
+            return NULL;
+        Py_ssize_t k = (Py_ssize_t)(int16_t)(((unsigned)d[at] << 8) | d[at + 1]);
+        at += 2;
+        if (k < 0 || k > end - at || end - at - k < 4)
+            return NULL;
+        at += k;
+        Py_ssize_t v = (Py_ssize_t)(int32_t)(((uint32_t)d[at] << 24) | ((uint32_t)d[at + 1] << 16) |
+                                             ((uint32_t)d[at + 2] << 8) | (uint32_t)d[at + 3]);
+        at += 4;
+        if (v < 0 || v > end - at)
+            return NULL;
+        at += v;
+    }
+#if PY_VERSION_HEX < 0x030D0000
+    PyObject *result = pairs > 5 ? _PyDict_NewPresized(pairs) : PyDict_New();
+#else
+    PyObject *result = PyDict_New();
+#endif
+    if (result == NULL)
+        return NULL;
+    while (pos < end) { /* the bounds were checked above */
+        Py_ssize_t key_size = (Py_ssize_t)(int16_t)(((unsigned)d[pos] << 8) | d[pos + 1]);
+        Py_ssize_t key_start = pos + 2;
+        pos = key_start + key_size;
+        Py_ssize_t value_size = (Py_ssize_t)(int32_t)(((uint32_t)d[pos] << 24) | ((uint32_t)d[pos + 1] << 16) |
+                                                      ((uint32_t)d[pos + 2] << 8) | (uint32_t)d[pos + 3]);
+        pos += 4;
+        PyObject *value = text(d + pos, value_size); /* the value first, as the reference decodes */
+        PyObject *key = value == NULL ? NULL : text(d + key_start, key_size);
+        if (key == NULL) {
+            Py_XDECREF(value);
+            Py_DECREF(result);
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+                PyErr_Clear();
+            return NULL;
+        }
+        int rc = PyDict_SetItem(result, key, value);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (rc < 0) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        pos += value_size;
+    }
+    return result;
+}
+
+static inline int32_t be32(const unsigned char *p)
+{
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+
+static inline int16_t be16(const unsigned char *p)
+{
+    return (int16_t)(((unsigned)p[0] << 8) | p[1]);
+}
+
+/* binary_frame(buf, pos, frame_max, languages, other, serialize_type) -> (command, end) | None
+ *
+ * What frame.decode_frame(buf, pos) gives for a whole, well-formed ROCKETMQ frame at buf[pos:] in a
+ * bytes buf (frame._decode_frame_bytes, then _decode_binary): the command (the bound class, made as
+ * command() makes it) with code, opaque, flag, the remark (None when empty), the extFields dict (as
+ * binary_map reads it), the body (a copy of the frame's rest), languages.get(the signed language byte,
+ * other), the version and serialize_type; and the frame's end. None for everything else: buf not
+ * bytes, fewer than 8 bytes, a frame not yet whole, a JSON frame, any length out of its bounds, text
+ * that is not UTF-8, no bound class: the reference then gives its answer (None for a frame not whole,
+ * its error for a malformed one). */
+static PyObject *py_binary_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "binary_frame(buf, pos, frame_max, languages, other, serialize_type)");
+        return NULL;
+    }
+    PyObject *buf = args[0], *languages = args[3];
+    if (command_type == NULL || !PyBytes_CheckExact(buf) || !PyLong_CheckExact(args[1]) ||
+        !PyLong_CheckExact(args[2]) || !PyDict_CheckExact(languages))
+        Py_RETURN_NONE;
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    long long frame_max = PyLong_AsLongLong(args[2]);
+    if ((pos == -1 || frame_max == -1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(buf);
+    if (pos < 0 || pos > size || size - pos < 8)
+        Py_RETURN_NONE;
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(buf) + pos;
+    long long length = be32(d);
+    Py_ssize_t header_length = ((Py_ssize_t)d[5] << 16) | ((Py_ssize_t)d[6] << 8) | d[7];
+    if (d[4] != 1 || length < 4 || length > frame_max || header_length > length - 4 || length > size - pos - 4)
+        Py_RETURN_NONE; /* JSON, malformed or not whole: the reference's */
+    const unsigned char *h = d + 8;
+    if (header_length < 13 + 8)
+        Py_RETURN_NONE;
+    int32_t remark_size = be32(h + 13);
+    Py_ssize_t at = 17;
+    if (remark_size < 0 || at + remark_size > header_length)
+        Py_RETURN_NONE;
+    Py_ssize_t remark_start = at;
+    at += remark_size;
+    if (at + 4 > header_length)
+        Py_RETURN_NONE;
+    int32_t ext_size = be32(h + at);
+    at += 4;
+    if (ext_size < 0 || at + ext_size != header_length)
+        Py_RETURN_NONE;
+    PyObject *remark;
+    if (remark_size) {
+        remark = PyUnicode_DecodeUTF8((const char *)h + remark_start, remark_size, "strict");
+        if (remark == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+                return NULL;
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+    } else {
+        remark = Py_NewRef(Py_None);
+    }
+    PyObject *ext = map_range(h, at, header_length);
+    if (ext == NULL) {
+        Py_DECREF(remark);
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    int language = h[2] > 127 ? (int)h[2] - 256 : (int)h[2];
+    PyObject *language_key = PyLong_FromLong(language);
+    PyObject *lang = language_key == NULL ? NULL : PyDict_GetItemWithError(languages, language_key); /* borrowed */
+    Py_XDECREF(language_key);
+    if (lang == NULL) {
+        if (PyErr_Occurred()) {
+            Py_DECREF(remark);
+            Py_DECREF(ext);
+            return NULL;
+        }
+        lang = args[4];
+    }
+    Py_ssize_t body_start = 8 + header_length, end = 4 + (Py_ssize_t)length;
+    PyObject *values[COMMAND_FIELDS] = {
+        PyLong_FromLong(be16(h)), PyLong_FromLong(be32(h + 5)), PyLong_FromLong(be32(h + 9)), remark, ext,
+        PyBytes_FromStringAndSize((const char *)d + body_start, end - body_start), Py_NewRef(lang),
+        PyLong_FromLong(be16(h + 3)), Py_NewRef(args[5]),
+    };
+    PyObject *end_obj = PyLong_FromSsize_t(pos + end);
+    PyObject *cmd = NULL;
+    int ok = end_obj != NULL;
+    for (int i = 0; i < COMMAND_FIELDS; i++)
+        ok = ok && values[i] != NULL;
+    if (ok)
+        cmd = command_type->tp_alloc(command_type, 0);
+    PyObject *pair = cmd == NULL ? NULL : PyTuple_New(2);
+    if (pair == NULL) {
+        Py_XDECREF(cmd);
+        Py_XDECREF(end_obj);
+        for (int i = 0; i < COMMAND_FIELDS; i++)
+            Py_XDECREF(values[i]);
+        return NULL;
+    }
+    for (int i = 0; i < COMMAND_FIELDS; i++)
+        *(PyObject **)((char *)cmd + command_offset[i]) = values[i]; /* the references taken above */
+    PyTuple_SET_ITEM(pair, 0, cmd);
+    PyTuple_SET_ITEM(pair, 1, end_obj);
+    return pair;
+}
+
 static PyMethodDef methods[] = {
     {"binary_map", (PyCFunction)(void (*)(void))py_binary_map, METH_FASTCALL,
      "The extFields dict of a ROCKETMQ header from pos, or None when the reference must judge it."},
@@ -558,6 +739,8 @@ static PyMethodDef methods[] = {
      "A send header's six fields as send_header._fast reads them, or None when it must read them."},
     {"binary_request", (PyCFunction)(void (*)(void))py_binary_request, METH_FASTCALL,
      "A ROCKETMQ request frame with rendered extFields, or None when the reference must judge it."},
+    {"binary_frame", (PyCFunction)(void (*)(void))py_binary_frame, METH_FASTCALL,
+     "A whole ROCKETMQ frame's command and end from a bytes buffer, or None when the reference must judge it."},
     {NULL, NULL, 0, NULL},
 };
 
