@@ -290,8 +290,7 @@ class CommitLog:
             start = self.write_offset
         key = (topic, fields.queue_id)
         queue_offset = self.queue_next.get(key, 0)
-        if key not in self._group_queue_base:
-            self._group_queue_base[key] = queue_offset
+        self._group_queue_base.setdefault(key, queue_offset)  # one lookup where "in" and a store took two
         now_ms = self.clock.now_ms()
         fill = self._fill
         if fill + size > len(self._buf):
