@@ -339,15 +339,14 @@ def _with_id(properties: str, message_id: str) -> str:
 
 @contextmanager
 def _sequence_at(start: int) -> Iterator[None]:
-    """The message ids' sequence numbers drawn from ``start`` on (``msgid.new_message_id`` reads
-    ``msgid._next_sequence``, ``msgid.next_sequence`` ``msgid._sequence``), then as before."""
-    saved = msgid._sequence, msgid._next_sequence
-    counter = itertools.count(start)
-    msgid._sequence, msgid._next_sequence = counter, counter.__next__
+    """The message ids' sequence numbers drawn from ``start`` on (``msgid.new_message_id`` and
+    ``msgid.next_sequence`` read ``msgid._next_sequence``), then as before."""
+    saved = msgid._next_sequence
+    msgid._next_sequence = itertools.count(start).__next__
     try:
         yield
     finally:
-        msgid._sequence, msgid._next_sequence = saved
+        msgid._next_sequence = saved
 
 
 def _single_frame(body: bytes, properties: str, producer_group: str, queue_id: int, sys_flag: int) -> bytes:

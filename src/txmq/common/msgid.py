@@ -32,9 +32,14 @@ _ID_TAIL = struct.Struct(">HII")
 _PREFIX: list[tuple[int, int, str]] = [(-1, -1, "")]
 
 
+# (now_ms, pid, prefix): the last id_prefix answer, returned again for the same millisecond and pid
+# without the seconds' arithmetic (a floor division of a 41-bit int, ~500 instructions compiled)
+_LAST: list[tuple[int, int, str]] = [(-1, -1, "")]
+
+
 def _seconds(now_ms: int) -> int:
-    """An id's seconds field: ``max(0, now_ms // 1000 - _EPOCH_2021_S) & 0xFFFFFFFF`` (compiled,
-    ``max`` is a generic call: ~500 instructions an id)."""
+    """An id's seconds field: ``max(0, now_ms // 1000 - _EPOCH_2021_S) & 0xFFFFFFFF`` (without the
+    builtin ``max``, a generic call compiled)."""
     seconds = now_ms // 1000 - _EPOCH_2021_S
     return (seconds if seconds > 0 else 0) & 0xFFFFFFFF
 
@@ -49,16 +54,21 @@ def id_prefix(now_ms: int) -> str:
     """The first 26 hex characters of the ids :func:`new_message_id` makes at ``now_ms`` (version,
     host, pid, seconds), formatted once a second; an id is this and ``"%08X" % (next(SEQUENCE) &
     0xFFFFFFFF)`` (how ``client/_batchsend.c``'s ``plain_batch`` makes a batch's ids)."""
-    seconds = _seconds(now_ms)
     pid = _PID[0]
+    last = _LAST[0]
+    if last[0] == now_ms and last[1] == pid:  # the usual case: many ids a millisecond
+        return last[2]
+    seconds = _seconds(now_ms)
     cached = _PREFIX[0]
-    return cached[2] if cached[0] == seconds and cached[1] == pid else _prefix(seconds, pid)
+    text = cached[2] if cached[0] == seconds and cached[1] == pid else _prefix(seconds, pid)
+    _LAST[0] = (now_ms, pid, text)
+    return text
 
 
 def next_sequence() -> int:
     """The next id's sequence number, below 2**32: an id made elsewhere (``_lanescan.keyless_fill``)
     is :func:`id_prefix` and ``"%08X"`` of it, what :func:`new_message_id` gives for the same draw."""
-    return next(_sequence) & 0xFFFFFFFF  # compiled: one PyIter_Next, where the bound __next__ costs more
+    return _next_sequence() & 0xFFFFFFFF
 
 
 def new_message_id(now_ms: int) -> str:
