@@ -290,7 +290,8 @@ class CommitLog:
             start = self.write_offset
         key = (topic, fields.queue_id)
         queue_offset = self.queue_next.get(key, 0)
-        self._group_queue_base.setdefault(key, queue_offset)  # one lookup where "in" and a store took two
+        if key not in self._group_queue_base:
+            self._group_queue_base[key] = queue_offset
         now_ms = self.clock.now_ms()
         fill = self._fill
         if fill + size > len(self._buf):
