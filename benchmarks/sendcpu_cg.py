@@ -3,7 +3,8 @@
 The async-256 shape without sockets or a client: an ASYNC broker, one ``RemotingEndpoint`` with a
 sink transport, and SEND_MESSAGE_V2 requests rendered exactly as txmq's SDK renders a plain message
 (``client._single.BinarySendHeaders``, ROCKETMQ header, 1 KB body, one queue), ``--per-read`` frames
-per ``data_received`` (as pipelined requests arrive); each read is answered before the next. The
+per ``data_received`` (as pipelined requests arrive; ``--keyless``: without their UNIQ_KEY, as
+``remoting_bench.py`` and some 4.x clients send them); each read is answered before the next. The
 frames are rendered once into a file (``$TMPDIR/sendcpu-frames-HEADER-N.bin``; run once without
 callgrind first) so the SDK's rendering is not counted::
 
@@ -30,6 +31,7 @@ from txmq.client._single import BinarySendHeaders, SendHeaders
 from txmq.common.clock import SystemClock
 from txmq.common.message import Message, MessageQueue
 from txmq.protocol.remoting.codes import RequestCode, SerializeType
+from txmq.protocol.remoting.command import RemotingCommand
 from txmq.protocol.remoting.connection import RemotingConnection
 from txmq.server.remoting.context import RemotingContext
 from txmq.server.remoting.dispatch import make_handler
@@ -65,17 +67,32 @@ class Sink(asyncio.Transport):
         pass
 
 
-def requests(n: int, header: str) -> list[bytes]:
-    """``n`` frames as the SDK sends a plain message to queue 0 of ``TOPIC``."""
+def _keyless(ext: dict[str, str], name: str) -> dict[str, str]:
+    """``ext`` with the UNIQ_KEY pair taken out of its properties field ``name``."""
+    pairs = [pair for pair in ext[name].split("\x02") if pair and not pair.startswith("UNIQ_KEY\x01")]
+    return {**ext, name: "".join(f"{pair}\x02" for pair in pairs)}
+
+
+def requests(n: int, header: str, keyless: bool = False) -> list[bytes]:
+    """``n`` frames as the SDK sends a plain message to queue 0 of ``TOPIC`` (``keyless``: without
+    its UNIQ_KEY, as some 4.x clients and ``remoting_bench.py`` send, the broker making the id)."""
     binary = header == "rocketmq"
     conn = RemotingConnection(serialize_type=SerializeType.ROCKETMQ if binary else SerializeType.JSON)
     mq = MessageQueue(TOPIC, 0, "broker-a")
+    decoder = RemotingConnection()
     frames = []
     if binary:
         bin_headers = BinarySendHeaders()
         for _ in range(n):
             ext, body, _ = bin_headers.request(mq, Message(TOPIC, BODY), "bench-p0", 0)
-            frames.append(conn.send_binary_request(RequestCode.SEND_MESSAGE_V2, ext, body)[1])
+            frame = conn.send_binary_request(RequestCode.SEND_MESSAGE_V2, ext, body)[1]
+            if keyless:  # the SDK's frame as the broker reads it, re-rendered without the id
+                decoder.receive_data(frame)
+                request = decoder.next_event()
+                assert isinstance(request, RemotingCommand)
+                fields = _keyless(request.ext_fields, "i")
+                frame = conn.send(conn.new_request(RequestCode.SEND_MESSAGE_V2, fields, request.body))
+            frames.append(frame)
     else:
         json_headers = SendHeaders()
         for _ in range(n):
@@ -84,13 +101,14 @@ def requests(n: int, header: str) -> list[bytes]:
     return frames
 
 
-def reads(n: int, per_read: int, header: str) -> list[bytes]:
+def reads(n: int, per_read: int, header: str, keyless: bool = False) -> list[bytes]:
     """The requests joined ``per_read`` to a read, rendered once into a file under the temp dir (so a
     measured run does not count the SDK's rendering)."""
-    path = Path(tempfile.gettempdir()) / f"sendcpu-frames-{header}-{n}.bin"
+    shape = "-keyless" if keyless else ""
+    path = Path(tempfile.gettempdir()) / f"sendcpu-frames-{header}{shape}-{n}.bin"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}")
-        tmp.write_bytes(b"".join(requests(n, header)))
+        tmp.write_bytes(b"".join(requests(n, header, keyless)))
         tmp.replace(path)
     blob = path.read_bytes()
     out = []
@@ -120,8 +138,8 @@ class StepClock(SystemClock):
         return self.start + self.readings // self.per_ms
 
 
-async def run(n: int, per_read: int, header: str, per_ms: int) -> None:
-    chunks = reads(n, per_read, header)
+async def run(n: int, per_read: int, header: str, per_ms: int, keyless: bool = False) -> None:
+    chunks = reads(n, per_read, header, keyless)
     clock = StepClock(per_ms) if per_ms else SystemClock()
     with tempfile.TemporaryDirectory() as tmp:
         broker = await Broker.open(BrokerConfig(data_dir=tmp, flush=FlushMode.ASYNC), clock=clock)
@@ -153,10 +171,15 @@ def main() -> None:
     parser.add_argument(
         "--readings-per-ms", type=int, default=0, help="a StepClock instead of the system clock (0: none)"
     )
+    parser.add_argument(
+        "--keyless", action="store_true", help="requests without UNIQ_KEY: the broker makes the ids"
+    )
     args = parser.parse_args()
+    if args.keyless and args.header != "rocketmq":
+        parser.error("--keyless renders ROCKETMQ headers only")
     import uvloop
 
-    uvloop.run(run(args.n, args.per_read, args.header, args.readings_per_ms))
+    uvloop.run(run(args.n, args.per_read, args.header, args.readings_per_ms, args.keyless))
 
 
 if __name__ == "__main__":

@@ -12,9 +12,12 @@ plain and not (malformed entries, odd property bytes, limits exceeded, delayed o
 from __future__ import annotations
 
 import asyncio
+import itertools
+import re
 import struct
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,7 @@ from hypothesis import strategies as st
 from txmq.broker.broker import Broker
 from txmq.broker.config import BrokerConfig
 from txmq.broker.filtering import tag_hash
-from txmq.common import limits
+from txmq.common import limits, msgid
 from txmq.common import properties as props
 from txmq.common.clock import FakeClock
 from txmq.common.message import Message, MessageQueue
@@ -320,6 +323,32 @@ def test_the_scan_knows_the_system_properties() -> None:
     assert len(taken) + len(declined) + len(dropped) == len(props.SYSTEM_KEYS) + 1
 
 
+_SEQUENCES = st.sampled_from([0, 7, 0xFFFFFFFF, 0x1_0000_0003, 0xABCDEF01])
+_ID_PAIR = re.compile("UNIQ_KEY\x01ID-[0-9]+(\x02|$)")
+
+
+def _with_id(properties: str, message_id: str) -> str:
+    """``properties`` (holding the generated ``UNIQ_KEY`` pair) with the id ``kept``, ``dropped`` (the
+    pair taken out) or ``empty`` (its value)."""
+    if message_id == "dropped":
+        return _ID_PAIR.sub("", properties)
+    if message_id == "empty":
+        return _ID_PAIR.sub("UNIQ_KEY\x01\\1", properties)
+    return properties
+
+
+@contextmanager
+def _sequence_at(start: int) -> Iterator[None]:
+    """The message ids' sequence numbers drawn from ``start`` on (``msgid.new_message_id`` and
+    ``msgid.next_sequence`` read ``msgid._next_sequence``), then as before."""
+    saved = msgid._next_sequence
+    msgid._next_sequence = itertools.count(start).__next__
+    try:
+        yield
+    finally:
+        msgid._next_sequence = saved
+
+
 def _single_frame(body: bytes, properties: str, producer_group: str, queue_id: int, sys_flag: int) -> bytes:
     """A SEND_MESSAGE_V2 as the SDK frames a single message (ROCKETMQ header)."""
     conn = RemotingConnection(serialize_type=SerializeType.ROCKETMQ)
@@ -339,13 +368,26 @@ def _single_frame(body: bytes, properties: str, producer_group: str, queue_id: i
     producer_group=st.sampled_from(["PG", "PG", "", "pg\x01x", "é"]),
     queue_id=st.sampled_from([0, 0, 2, -1, 9]),
     sys_flag=st.sampled_from([0, 0, 0, 4, 1]),
+    message_id=st.sampled_from(["kept", "kept", "dropped", "empty"]),
+    sequence=_SEQUENCES,
 )
 @example(
     body=b"x",
     properties="a\x011\x02TAGS\x01t\x02KEYS\x01 k1  k2 \x02UNIQ_KEY\x01A\x02b\x01\x02PGROUP\x01z\x02",
-    producer_group="PG", queue_id=-1, sys_flag=0,
+    producer_group="PG", queue_id=-1, sys_flag=0, message_id="kept", sequence=0,
 )  # fmt: skip
-@example(body=b"x", properties="UNIQ_KEY\x01A\x02", producer_group="PG", queue_id=9, sys_flag=0)
+@example(
+    body=b"x", properties="UNIQ_KEY\x01A\x02", producer_group="PG", queue_id=9, sys_flag=0, message_id="kept",
+    sequence=0,
+)  # fmt: skip
+@example(
+    body=b"x" * 1024, properties="TAGS\x01bench\x02", producer_group="PG", queue_id=-1, sys_flag=0,
+    message_id="kept", sequence=0xFFFFFFFF,
+)  # fmt: skip
+@example(
+    body=b"x", properties="", producer_group="", queue_id=0, sys_flag=0, message_id="kept",
+    sequence=0xABCDEF01,
+)  # fmt: skip
 def test_the_single_scan_stores_and_answers_what_the_python_path_does(
     brokers: tuple[Broker, Broker, Path],
     loop: asyncio.AbstractEventLoop,
@@ -354,18 +396,27 @@ def test_the_single_scan_stores_and_answers_what_the_python_path_does(
     producer_group: str,
     queue_id: int,
     sys_flag: int,
+    message_id: str,
+    sequence: int,
 ) -> None:
     """A single SEND_MESSAGE_V2 through ``_lanescan.one_scan`` and ``SendService.lane_one``: the same
-    answer bytes and store files as through ``_messages`` and ``lane_append`` (the reference)."""
+    answer bytes and store files as through ``_messages`` and ``lane_append`` (the reference); with
+    its id, without one or with an empty one (the broker makes it: each broker's ids drawn from the
+    same sequence number here, so the two stores hold the same ids)."""
     python, scanned, root = brokers
+    properties = _with_id(properties, message_id)
     frame = _single_frame(body, properties, producer_group, queue_id, sys_flag)
     tail = scanned.sender.lane_tail(producer_group or None)
     took_scan = (
-        sys_flag == 0 and tail is not None and SCAN.one_scan(body, properties, tail, *_LIMITS) is not None
+        sys_flag == 0
+        and tail is not None
+        and SCAN.one_scan(body, properties, tail, *_LIMITS, True) is not None
     )
-    event("scanned" if took_scan else "declined")
-    expected = _answer(python, frame, None, loop)
-    got = _answer(scanned, frame, SCAN, loop)
+    event(f"scanned, id {message_id}" if took_scan else "declined")
+    with _sequence_at(sequence):
+        expected = _answer(python, frame, None, loop)
+    with _sequence_at(sequence):
+        got = _answer(scanned, frame, SCAN, loop)
     assert got == expected
     assert python.store.max_offset("ScanA", max(queue_id, 0)) == scanned.store.max_offset(
         "ScanA", max(queue_id, 0)
@@ -401,6 +452,75 @@ def test_a_scanned_single_is_what_a_one_entry_batch_scan_reads(
 
 
 @needs_scan
+@settings(max_examples=600, deadline=None)
+@given(
+    body=_BODIES,
+    properties=st.one_of(plain_properties(), entry_properties()).map(
+        lambda data: data.decode("utf-8", "replace")
+    ),
+    message_id=st.sampled_from(["kept", "dropped", "empty"]),
+    tail=st.sampled_from([b"", b"PGROUP\x01PG\x02__TXMQ_TYPE\x01NORMAL\x02"]),
+    now=st.sampled_from([0, 1_800_000_000_000, 1_609_459_200_000 + (1 << 32) * 1000 - 1]),
+    sequence=_SEQUENCES,
+)
+def test_a_keyless_single_is_scanned_as_if_it_carried_the_id_the_lane_makes(
+    body: bytes, properties: str, message_id: str, tail: bytes, now: int, sequence: int
+) -> None:
+    """``one_scan(..., keyless=True)``: a message with an id as without the flag; one without an id
+    (or with an empty one), once ``keyless_fill`` gives it the id ``msgid.new_message_id`` makes
+    for the same sequence number, is what ``lane_scan`` reads of it with that id as its last pair
+    (the limits counting the id's 34 characters), or None where that declines."""
+    properties = _with_id(properties, message_id)
+    one = SCAN.one_scan(body, properties, tail, *_LIMITS, True)
+    if not properties.isascii():
+        assert one is None
+        return
+    keyed = SCAN.one_scan(body, properties, tail, *_LIMITS)
+    if keyed is not None:
+        assert one == keyed
+        return
+    with _sequence_at(sequence):
+        made = msgid.new_message_id(now)
+    ended = properties if properties.endswith("\x02") or not properties else properties + "\x02"
+    data = f"{ended}UNIQ_KEY\x01{made}\x02".encode()
+    batch = SCAN.lane_scan(_entry(body, data), tail, *_LIMITS) if len(data) < 1 << 16 else None
+    if one is None:
+        assert batch is None
+        return
+    assert one[4] == []
+    assert batch is not None
+    bodies, head, codes, keys, _, total = one
+    assert bodies[0] is body
+    with _sequence_at(sequence):
+        filled = SCAN.keyless_fill(head[0], keys[0], tail, msgid.id_prefix(now), msgid.next_sequence())
+    assert filled == (batch[1][0], batch[3][0], made)
+    assert (bodies, codes, total) == (batch[0], batch[2], batch[5])
+    assert batch[4] == [made]
+
+
+@needs_scan
+def test_keyless_fill_refuses_what_is_not_an_id() -> None:
+    """``keyless_fill`` never declines (the id is drawn when it runs): odd arguments raise."""
+    prefix = msgid.id_prefix(1_800_000_000_000)
+    assert SCAN.keyless_fill(b"UNIQ_KEY\x01", (), b"", prefix, 0)[2] == prefix + "00000000"
+    for args in (
+        (bytearray(b"h"), (), b"", prefix, 0),
+        (b"h", ["k"], b"", prefix, 0),
+        (b"h", (), bytearray(), prefix, 0),
+        (b"h", (), b"", prefix.encode(), 0),
+        (b"h", (), b"", prefix, 1.0),
+    ):
+        with pytest.raises(TypeError):
+            SCAN.keyless_fill(*args)
+    for args in ((b"h", (), b"", prefix[:-1], 0), (b"h", (), b"", prefix[:-1] + "é", 0),
+                 (b"h", (), b"", prefix, 1 << 32)):  # fmt: skip
+        with pytest.raises(ValueError):
+            SCAN.keyless_fill(*args)
+    with pytest.raises(OverflowError):
+        SCAN.keyless_fill(b"h", (), b"", prefix, -1)
+
+
+@needs_scan
 def test_what_the_sdk_sends_singly_is_scanned() -> None:
     """The SDK's single sends (plain, tagged, keyed, with user properties), as the broker decodes
     their frames, take the C scan."""
@@ -421,3 +541,16 @@ def test_what_the_sdk_sends_singly_is_scanned() -> None:
         scan = SCAN.one_scan(request.body, request.ext_fields["i"], b"PGROUP\x01PG\x02", *_LIMITS)
         assert scan is not None
         assert scan[4] == [message_id]
+
+
+@needs_scan
+def test_a_message_without_an_id_is_scanned_keyless() -> None:
+    """What ``remoting_bench.py`` (and some 4.x clients) send, a message with a tag and no id, takes
+    the scan in its keyless mode (only)."""
+    text = props.encode({props.TAGS: "bench"}).decode()
+    assert SCAN.one_scan(b"x", text, b"PGROUP\x01PG\x02", *_LIMITS) is None
+    scan = SCAN.one_scan(b"x", text, b"PGROUP\x01PG\x02", *_LIMITS, True)
+    assert scan is not None
+    assert scan[1] == (b"TAGS\x01bench\x02UNIQ_KEY\x01",)
+    assert scan[3] == ((),)
+    assert scan[4] == []

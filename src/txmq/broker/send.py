@@ -103,6 +103,9 @@ LaneScan = tuple[
     tuple[bytes, ...], tuple[bytes, ...], tuple[int, ...], tuple[tuple[str, ...], ...], list[str], int
 ]
 
+# _lanescan.keyless_fill: (head, index keys, tail, id prefix, sequence) -> (properties, index keys, id)
+KeylessFill = Callable[[bytes, tuple[str, ...], bytes, str, int], tuple[bytes, tuple[str, ...], str]]
+
 
 class LaneSent(NamedTuple):
     """Where a batch of the send lane went, as columns (no :class:`SendResult` per message)."""
@@ -201,11 +204,13 @@ class SendService:
         self._round_robin: dict[str, itertools.count[int]] = {}
         self._timer_queues = timer_queues(delay_ms_max)
         self._address: tuple[str, tuple[str, int]] | None = None
-        self._id_prefix: tuple[tuple[str, int], str] | None = None
+        self._id_prefix: tuple[str, str] | None = None  # (store host, its offset ids' first half)
         # the send lane's memory: client topic names that passed validate_topic, topic configs that
         # passed resolve (per message type), and one MessageQueue value per queue for the results
         self._lane_topics: set[str] = set()
         self._lane_resolved: dict[tuple[str, MessageType], TopicConfig] = {}
+        # _lane_place's memory: a name that passed both for a NORMAL message -> (config, name's bytes)
+        self._lane_normal: dict[str, tuple[TopicConfig, bytes]] = {}
         self._lane_queues: dict[tuple[str, int], MessageQueue] = {}
         self._lane_tails: dict[str | None, bytes | None] = {}  # producer group -> lane_tail
         # told of every half message stored (record, its properties, where it landed): the transaction
@@ -756,11 +761,11 @@ class SendService:
         placed = self._lane_place(topic_name, ctx)
         if placed is None:
             return None
-        topic, queue_id = placed
+        topic, queue_id, topic_bytes = placed
         now = self._clock.now_ms()
         zeros = (0,) * count
         columns = (
-            (topic_name.encode(),) * count, (queue_id,) * count, bodies, encoded, tags_codes, zeros, zeros,
+            (topic_bytes,) * count, (queue_id,) * count, bodies, encoded, tags_codes, zeros, zeros,
             (now,) * count, (ctx.born_host.encode(),) * count, zeros, zeros, index_keys,
         )  # fmt: skip
         # shared: the door only adds a done callback (a ``Deferred``), so in SYNC mode the answer is
@@ -771,7 +776,13 @@ class SendService:
         return LaneSent(topic.name, queue_ids, message_ids, appended.queue_offsets, ids), durable
 
     def lane_one(
-        self, topic_name: str, scan: LaneScan, ctx: SendContext, shared: bool = False
+        self,
+        topic_name: str,
+        scan: LaneScan,
+        ctx: SendContext,
+        shared: bool = False,
+        fill: KeylessFill | None = None,
+        tail: bytes | None = None,
     ) -> LaneAppend | None:
         """A one-message :class:`LaneScan` (the gRPC door's ``_sendscan``, the remoting door's
         ``_lanescan.one_scan``: a NORMAL message whose content checks the scan made) appended as
@@ -779,18 +790,33 @@ class SendService:
         and record. None, having changed nothing, when the topic is refused or the scan holds more
         messages: the caller then takes :meth:`lane_append`, which gives the error. The awaitable is
         the append's own (the caller awaits it), or with ``shared`` the open group's shared waiter
-        (the caller only adds done callbacks to it), as :meth:`lane_append` gives them."""
+        (the caller only adds done callbacks to it), as :meth:`lane_append` gives them.
+
+        A keyless scan (no message id: ``one_scan(..., keyless=True)``, its properties ending with
+        ``UNIQ_KEY\x01``) gets the id ``lane_append`` would make, ``msgid.new_message_id(now)`` after
+        the clock reading, by ``fill`` (``_lanescan.keyless_fill``: the id, then ``tail``, the
+        producer group's :meth:`lane_tail` the scan was given); without them it is declined."""
         bodies, encoded, tags_codes, index_keys, message_ids, _ = scan
         if len(bodies) != 1:
+            return None
+        keyless = not message_ids
+        if keyless and (fill is None or tail is None):
             return None
         placed = self._lane_place(topic_name, ctx)
         if placed is None:
             return None
-        topic, queue_id = placed
+        topic, queue_id, topic_bytes = placed
         now = self._clock.now_ms()
+        properties = encoded[0]
+        keys = index_keys[0]
+        if keyless and tail is not None and fill is not None:  # the id made here, as lane_append makes it
+            properties, keys, message_id = fill(
+                properties, keys, tail, msgid.id_prefix(now), msgid.next_sequence()
+            )
+            message_ids = [message_id]
         record: RecordFields = _MAKE_RECORD_FIELDS(
-            topic_name.encode(), queue_id, bodies[0], encoded[0], tags_codes[0], 0, 0, now,
-            ctx.born_host.encode(), 0, 0, index_keys[0],
+            topic_bytes, queue_id, bodies[0], properties, tags_codes[0], 0, 0, now,
+            ctx.born_host.encode(), 0, 0, keys,
         )  # fmt: skip
         records = [record]
         appended, durable = self._store.put_records_columns(topic_name, records, shared)
@@ -821,10 +847,11 @@ class SendService:
 
     def _offset_id_prefix(self) -> str:
         """The host and port half of :func:`msgid.offset_message_id` (the same for every record)."""
-        host, port = self._store_address()
+        store_host = self._store_host()
         cached = self._id_prefix
-        if cached is None or cached[0] != (host, port):
-            cached = self._id_prefix = ((host, port), msgid.offset_message_id(host, port, 0)[:16])
+        if cached is None or cached[0] != store_host:  # kept per store host: no (host, port) per call
+            host, port = self._store_address()
+            cached = self._id_prefix = (store_host, msgid.offset_message_id(host, port, 0)[:16])
         return cached[1]
 
     def _validate_lean(self, topic: str, message: LeanMessage) -> None:
@@ -842,22 +869,31 @@ class SendService:
             if len(self._lane_topics) < _LANE_TOPICS_MAX:
                 self._lane_topics.add(topic_name)
 
-    def _lane_place(self, topic_name: str, ctx: SendContext) -> tuple[TopicConfig, int] | None:
-        """A scanned NORMAL request's topic and queue (the explicit one, else the next in round robin:
-        one queue for all its messages, as ``_lane_batch`` picks it); None, having changed nothing,
-        when the topic is refused or the explicit queue does not exist (the general path then gives
-        the error)."""
-        try:
-            self._lane_check_name(topic_name)
-            topic = self._lane_resolve(topic_name, MessageType.NORMAL)
-        except errors.TxmqError:
-            return None
+    def _lane_place(self, topic_name: str, ctx: SendContext) -> tuple[TopicConfig, int, bytes] | None:
+        """A scanned NORMAL request's topic, queue (the explicit one, else the next in round robin:
+        one queue for all its messages, as ``_lane_batch`` picks it) and topic name's bytes; None,
+        having changed nothing, when the topic is refused or the explicit queue does not exist (the
+        general path then gives the error)."""
+        normal = self._lane_normal.get(topic_name)
+        if normal is None or self._topic_configs.get(topic_name) is not normal[0]:
+            try:
+                self._lane_check_name(topic_name)
+                topic = self._lane_resolve(topic_name, MessageType.NORMAL)
+            except errors.TxmqError:
+                return None
+            # the name passed validate_topic and this config passed resolve: while the registry
+            # holds that same (frozen) config both pass again, so one lookup answers for them
+            normal = (topic, topic_name.encode())
+            if len(self._lane_normal) >= _LANE_TOPICS_MAX:
+                self._lane_normal.clear()
+            self._lane_normal[topic_name] = normal
+        topic, topic_bytes = normal
         explicit = ctx.queue_id
         if explicit is not None and explicit >= 0:
             if explicit >= topic.queues:
                 return None
-            return topic, explicit
-        return topic, self._queue_for(None, topic, None)
+            return topic, explicit, topic_bytes
+        return topic, self._queue_for(None, topic, None), topic_bytes
 
     def _lane_resolve(self, name: str, message_type: MessageType) -> TopicConfig:
         """``TopicRegistry.resolve(name, for_write=True, message_type=...)``, remembered: a config

@@ -32,6 +32,18 @@ _ID_TAIL = struct.Struct(">HII")
 _PREFIX: list[tuple[int, int, str]] = [(-1, -1, "")]
 
 
+# (now_ms, pid, prefix): the last id_prefix answer, returned again for the same millisecond and pid
+# without the seconds' arithmetic (a floor division of a 41-bit int, ~500 instructions compiled)
+_LAST: list[tuple[int, int, str]] = [(-1, -1, "")]
+
+
+def _seconds(now_ms: int) -> int:
+    """An id's seconds field: ``max(0, now_ms // 1000 - _EPOCH_2021_S) & 0xFFFFFFFF`` (without the
+    builtin ``max``, a generic call compiled)."""
+    seconds = now_ms // 1000 - _EPOCH_2021_S
+    return (seconds if seconds > 0 else 0) & 0xFFFFFFFF
+
+
 def _prefix(seconds: int, pid: int) -> str:
     text = (b"\x01" + _HOST_ID + _ID_TAIL.pack(pid, seconds, 0)[:6]).hex().upper()
     _PREFIX[0] = (seconds, pid, text)
@@ -42,17 +54,28 @@ def id_prefix(now_ms: int) -> str:
     """The first 26 hex characters of the ids :func:`new_message_id` makes at ``now_ms`` (version,
     host, pid, seconds), formatted once a second; an id is this and ``"%08X" % (next(SEQUENCE) &
     0xFFFFFFFF)`` (how ``client/_batchsend.c``'s ``plain_batch`` makes a batch's ids)."""
-    seconds = max(0, now_ms // 1000 - _EPOCH_2021_S) & 0xFFFFFFFF
     pid = _PID[0]
+    last = _LAST[0]
+    if last[0] == now_ms and last[1] == pid:  # the usual case: many ids a millisecond
+        return last[2]
+    seconds = _seconds(now_ms)
     cached = _PREFIX[0]
-    return cached[2] if cached[0] == seconds and cached[1] == pid else _prefix(seconds, pid)
+    text = cached[2] if cached[0] == seconds and cached[1] == pid else _prefix(seconds, pid)
+    _LAST[0] = (now_ms, pid, text)
+    return text
+
+
+def next_sequence() -> int:
+    """The next id's sequence number, below 2**32: an id made elsewhere (``_lanescan.keyless_fill``)
+    is :func:`id_prefix` and ``"%08X"`` of it, what :func:`new_message_id` gives for the same draw."""
+    return _next_sequence() & 0xFFFFFFFF
 
 
 def new_message_id(now_ms: int) -> str:
     """A unique client message id (34 hex chars): ``(b"\x01" + host + pack(pid, seconds, sequence))
     .hex().upper()``, the shared 26 characters formatted once per second (tests/unit/test_msgid.py)."""
     seq = _next_sequence() & 0xFFFFFFFF  # itertools.count: one C call, atomic under the GIL (no lock)
-    seconds = max(0, now_ms // 1000 - _EPOCH_2021_S) & 0xFFFFFFFF
+    seconds = _seconds(now_ms)
     pid = _PID[0]
     cached = _PREFIX[0]
     prefix = cached[2] if cached[0] == seconds and cached[1] == pid else _prefix(seconds, pid)
@@ -65,7 +88,7 @@ def new_message_ids(now_ms: int, count: int) -> list[str]:
     :func:`new_message_id` give, the shared 26 hex characters formatted once."""
     with _lock:
         sequences = list(itertools.islice(_sequence, count))
-    seconds = max(0, now_ms // 1000 - _EPOCH_2021_S) & 0xFFFFFFFF
+    seconds = _seconds(now_ms)
     prefix = (b"\x01" + _HOST_ID + _ID_TAIL.pack(_PID[0], seconds, 0)[:6]).hex().upper()
     # every sequence's 8 hex characters out of one pack and one hex(), then sliced (a format per id cost more)
     tails = struct.pack(f">{count}I", *[seq & 0xFFFFFFFF for seq in sequences]).hex().upper()

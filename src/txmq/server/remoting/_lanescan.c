@@ -29,6 +29,16 @@
  * reasons and for a body that is not bytes or properties that are not ASCII. Its reference is
  * producer._messages (props.decode, convert.to_lean) and SendService.lane_append.
  *
+ *   one_scan(..., keyless=True): a message without (or with an empty) UNIQ_KEY is also taken, its id
+ *       being the lane's to make: its properties stop after "UNIQ_KEY\x01" (counted with the 34
+ *       characters of the id to come against the limits), its index keys lack the id, and its ids
+ *       list is empty. SendService.lane_one completes it after its clock reading, by
+ *
+ *   keyless_fill(head, keys, tail, prefix, sequence) -> (properties, index_keys, message_id)
+ *
+ *       the id msgid.new_message_id would make (prefix + "%08X" % sequence), the properties
+ *       head + id + \x02 + tail, the index keys keys + (id,) (see the function).
+ *
  * The names the lane reads, declines or drops are txmq.common.properties' (a test holds the lists
  * below to it, through lane_names()). Written for txmq; no code copied from elsewhere.
  */
@@ -172,7 +182,10 @@ typedef struct {
     const unsigned char *tail;
     Py_ssize_t tail_len, tail_pairs;
     long long body_max, tag_max, keys_count_max, key_max, count_max, props_max;
+    int keyless_ok; /* one_scan's keyless mode: no (or an empty) UNIQ_KEY is the lane's to make */
 } scan_state;
+
+#define KEYLESS_ID_LEN 34 /* msgid.new_message_id: the 26 characters of id_prefix, 8 hex digits */
 
 /* One entry (its body at d, body_len bytes, or body_obj when not NULL: that object, bytes, is the
  * record's body; its properties at pp, pn bytes) appended to the lists. 0: appended, 1: declined,
@@ -185,7 +198,8 @@ static int scan_entry(scan_state *s, const unsigned char *d, Py_ssize_t body_len
         return 1;
     if (read_props(pp, pn, e))
         return 1;
-    if (!e->have_uniq || e->uniq.n == 0)
+    int keyless = !e->have_uniq || e->uniq.n == 0;
+    if (keyless && !s->keyless_ok)
         return 1;
     int has_tags = e->have_tags && e->tags.n > 0;
     if (has_tags) {
@@ -227,7 +241,7 @@ static int scan_entry(scan_state *s, const unsigned char *d, Py_ssize_t body_len
         need += 4 + 2 + e->tags.n;
     if (nkeys)
         need += 4 + 2 + keys_len;
-    need += 8 + 2 + e->uniq.n + s->tail_len;
+    need += 8 + 2 + (keyless ? KEYLESS_ID_LEN : e->uniq.n) + s->tail_len;
     long long pairs = e->users + has_tags + (nkeys > 0) + 1 + s->tail_pairs;
     if (pairs > s->count_max || need > s->props_max)
         return 1;
@@ -267,9 +281,11 @@ static int scan_entry(scan_state *s, const unsigned char *d, Py_ssize_t body_len
         *w++ = 0x02;
     }
     PUT("UNIQ_KEY\x01", 9);
-    PUT(e->uniq.p, e->uniq.n);
-    *w++ = 0x02;
-    PUT(s->tail, s->tail_len);
+    if (!keyless) { /* keyless: the properties end here, keyless_fill adds the id and the tail */
+        PUT(e->uniq.p, e->uniq.n);
+        *w++ = 0x02;
+        PUT(s->tail, s->tail_len);
+    }
 #undef PUT
     /* the Python objects of the entry */
     int32_t code = 0;
@@ -288,9 +304,9 @@ static int scan_entry(scan_state *s, const unsigned char *d, Py_ssize_t body_len
     }
     PyObject *encoded = PyBytes_FromStringAndSize((const char *)out, w - out);
     PyObject *code_obj = PyLong_FromLong(code);
-    PyObject *id = ascii_str(e->uniq.p, e->uniq.n);
-    PyObject *keys_tuple = PyTuple_New(nkeys + 1);
-    int bad = !body || !encoded || !code_obj || !id || !keys_tuple;
+    PyObject *id = keyless ? NULL : ascii_str(e->uniq.p, e->uniq.n);
+    PyObject *keys_tuple = PyTuple_New(nkeys + !keyless);
+    int bad = !body || !encoded || !code_obj || (!keyless && !id) || !keys_tuple;
     if (!bad) {
         for (int k = 0; k < nkeys; k++) {
             PyObject *key = ascii_str(keys[k].p, keys[k].n);
@@ -302,8 +318,10 @@ static int scan_entry(scan_state *s, const unsigned char *d, Py_ssize_t body_len
         }
     }
     if (!bad) {
-        Py_INCREF(id);
-        PyTuple_SET_ITEM(keys_tuple, nkeys, id);
+        if (!keyless) {
+            Py_INCREF(id);
+            PyTuple_SET_ITEM(keys_tuple, nkeys, id);
+        }
         if (s->bodies == NULL) { /* one message: the caller takes the references */
             s->got[0] = body, s->got[1] = encoded, s->got[2] = code_obj, s->got[3] = keys_tuple, s->got[4] = id;
             return 0;
@@ -476,10 +494,13 @@ done:
  * not ASCII. */
 static PyObject *py_one_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "one_scan takes 9 arguments");
+    if (nargs != 9 && nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "one_scan takes 9 or 10 arguments");
         return NULL;
     }
+    int keyless_ok = 0;
+    if (nargs == 10 && (keyless_ok = PyObject_IsTrue(args[9])) < 0)
+        return NULL;
     PyObject *body = args[0], *text = args[1];
     if (!PyBytes_CheckExact(body) || !PyUnicode_Check(text) || !PyUnicode_IS_ASCII(text))
         Py_RETURN_NONE;
@@ -493,6 +514,7 @@ static PyObject *py_one_scan(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (state_open(&s, args, 3, &tail, 0) < 0)
         goto done;
     s.e = &e, s.out = small, s.out_cap = (Py_ssize_t)sizeof small;
+    s.keyless_ok = keyless_ok;
     Py_ssize_t body_len = PyBytes_GET_SIZE(body);
     int got = scan_entry(&s, (const unsigned char *)PyBytes_AS_STRING(body), body_len, body,
                          PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text));
@@ -500,8 +522,9 @@ static PyObject *py_one_scan(PyObject *self, PyObject *const *args, Py_ssize_t n
         result = Py_None;
         Py_INCREF(result);
     } else if (got == 0) {
-        /* (bodies, properties, tags_codes, index_keys) as 1-tuples, [id], body_total */
-        PyObject *parts = PyTuple_New(6), *ids = PyList_New(1), *total = PyLong_FromSsize_t(body_len);
+        /* (bodies, properties, tags_codes, index_keys) as 1-tuples, [id] ([] keyless), body_total */
+        PyObject *parts = PyTuple_New(6), *ids = PyList_New(s.got[4] != NULL),
+                 *total = PyLong_FromSsize_t(body_len);
         int bad = !parts || !ids || !total;
         for (int i = 0; i < 4; i++) {
             PyObject *one = bad ? NULL : PyTuple_New(1);
@@ -514,12 +537,13 @@ static PyObject *py_one_scan(PyObject *self, PyObject *const *args, Py_ssize_t n
             PyTuple_SET_ITEM(parts, i, one);
         }
         if (bad) {
-            Py_DECREF(s.got[4]);
+            Py_XDECREF(s.got[4]);
             Py_XDECREF(ids);
             Py_XDECREF(total);
             Py_XDECREF(parts);
         } else {
-            PyList_SET_ITEM(ids, 0, s.got[4]);
+            if (s.got[4] != NULL)
+                PyList_SET_ITEM(ids, 0, s.got[4]);
             PyTuple_SET_ITEM(parts, 4, ids);
             PyTuple_SET_ITEM(parts, 5, total);
             result = parts;
@@ -528,6 +552,70 @@ static PyObject *py_one_scan(PyObject *self, PyObject *const *args, Py_ssize_t n
 done:
     state_close(&s);
     PyBuffer_Release(&tail);
+    return result;
+}
+
+/* keyless_fill(head, keys, tail, prefix, sequence) -> (properties, index_keys, message_id): a keyless
+ * one_scan's message completed with the id the lane makes for it (SendService.lane_one, after its
+ * clock reading): message_id = prefix (msgid.id_prefix, 26 ASCII characters) + "%08X" % sequence
+ * (msgid.next_sequence, below 2**32); properties = head + the id + \x02 + tail; index_keys = keys +
+ * (message_id,). Its reference is msgid.new_message_id and SendService.lane_append. It never
+ * declines (the id is drawn): anything else than those types raises. */
+static PyObject *py_keyless_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char HEX[] = "0123456789ABCDEF";
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "keyless_fill takes 5 arguments");
+        return NULL;
+    }
+    PyObject *head = args[0], *keys = args[1], *tail = args[2], *prefix = args[3];
+    if (!PyBytes_CheckExact(head) || !PyTuple_CheckExact(keys) || !PyBytes_CheckExact(tail)
+        || !PyUnicode_CheckExact(prefix) || !PyLong_CheckExact(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "keyless_fill takes (bytes, tuple, bytes, str, int)");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(prefix) || PyUnicode_GET_LENGTH(prefix) != KEYLESS_ID_LEN - 8) {
+        PyErr_SetString(PyExc_ValueError, "keyless_fill: the id prefix is not 26 ASCII characters");
+        return NULL;
+    }
+    unsigned long long sequence = PyLong_AsUnsignedLongLong(args[4]);
+    if (sequence == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    if (sequence > 0xFFFFFFFFull) {
+        PyErr_SetString(PyExc_ValueError, "keyless_fill: the sequence is not below 2**32");
+        return NULL;
+    }
+    Py_ssize_t nkeys = PyTuple_GET_SIZE(keys), hn = PyBytes_GET_SIZE(head), tn = PyBytes_GET_SIZE(tail);
+    PyObject *id = PyUnicode_New(KEYLESS_ID_LEN, 127);
+    PyObject *properties = PyBytes_FromStringAndSize(NULL, hn + KEYLESS_ID_LEN + 1 + tn);
+    PyObject *index_keys = PyTuple_New(nkeys + 1);
+    PyObject *result = PyTuple_New(3);
+    if (!id || !properties || !index_keys || !result) {
+        Py_XDECREF(id);
+        Py_XDECREF(properties);
+        Py_XDECREF(index_keys);
+        Py_XDECREF(result);
+        return NULL;
+    }
+    unsigned char *text = PyUnicode_1BYTE_DATA(id);
+    memcpy(text, PyUnicode_1BYTE_DATA(prefix), KEYLESS_ID_LEN - 8);
+    for (int i = 0; i < 8; i++)
+        text[KEYLESS_ID_LEN - 1 - i] = (unsigned char)HEX[(sequence >> (4 * i)) & 0xF];
+    char *w = PyBytes_AS_STRING(properties);
+    memcpy(w, PyBytes_AS_STRING(head), (size_t)hn);
+    memcpy(w + hn, text, KEYLESS_ID_LEN);
+    w[hn + KEYLESS_ID_LEN] = 0x02;
+    memcpy(w + hn + KEYLESS_ID_LEN + 1, PyBytes_AS_STRING(tail), (size_t)tn);
+    for (Py_ssize_t k = 0; k < nkeys; k++) {
+        PyObject *key = PyTuple_GET_ITEM(keys, k);
+        Py_INCREF(key);
+        PyTuple_SET_ITEM(index_keys, k, key);
+    }
+    Py_INCREF(id);
+    PyTuple_SET_ITEM(index_keys, nkeys, id);
+    PyTuple_SET_ITEM(result, 0, properties);
+    PyTuple_SET_ITEM(result, 1, index_keys);
+    PyTuple_SET_ITEM(result, 2, id);
     return result;
 }
 
@@ -570,6 +658,8 @@ static PyMethodDef methods[] = {
      "A plain SEND_BATCH_MESSAGE body as the send lane's columns, or None (see the module's source)."},
     {"one_scan", (PyCFunction)(void (*)(void))py_one_scan, METH_FASTCALL,
      "A plain SEND_MESSAGE(_V2)'s body and properties as the send lane's columns, or None."},
+    {"keyless_fill", (PyCFunction)(void (*)(void))py_keyless_fill, METH_FASTCALL,
+     "A keyless one_scan's properties, index keys and message id, given the id's prefix and sequence."},
     {"lane_names", py_lane_names, METH_NOARGS, "(taken, declined, dropped) property names."},
     {NULL, NULL, 0, NULL},
 };

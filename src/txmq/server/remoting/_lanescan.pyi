@@ -25,8 +25,12 @@ def one_scan(
     key_bytes_max: int,
     property_count_max: int,
     properties_bytes_max: int,
+    keyless: bool = ...,
 ) -> (
     tuple[tuple[bytes, ...], tuple[bytes, ...], tuple[int, ...], tuple[tuple[str, ...], ...], list[str], int]
     | None
 ): ...
+def keyless_fill(
+    head: bytes, keys: tuple[str, ...], tail: bytes, prefix: str, sequence: int
+) -> tuple[bytes, tuple[str, ...], str]: ...
 def lane_names() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]: ...

@@ -98,8 +98,8 @@ def send(
     if _LANESCAN is not None and not header.sys_flag & TRANSACTION_PREPARED_TYPE:
         if batch:
             scanned = _scanned_batch(ctx, request, header, endpoint)
-        elif text and not header.sys_flag & COMPRESSED_FLAG:
-            scanned = _scanned_one(ctx, request, header, text, endpoint)
+        elif not header.sys_flag & COMPRESSED_FLAG:
+            scanned = _scanned_one(ctx, request, header, text or "", endpoint)
         else:
             scanned = None
         if scanned is not None:
@@ -175,11 +175,13 @@ def _scanned_batch(
 def _scanned_one(
     ctx: RemotingContext, request: RemotingCommand, header: SendFields, text: str, endpoint: RemotingEndpoint
 ) -> Deferred | None:
-    """A plain single SEND_MESSAGE(_V2) (a NORMAL message with its id, properties in ASCII) read by
-    one C call (``_lanescan.one_scan``) into the lane's columns of one message and appended by
+    """A plain single SEND_MESSAGE(_V2) (a NORMAL message, properties in ASCII) read by one C call
+    (``_lanescan.one_scan``) into the lane's columns of one message and appended by
     ``SendService.lane_one``: the record and answer of ``_messages`` + ``lane_append``, without the
-    properties' dict and its encoding (tests/property/test_lane_scan.py). None, having changed
-    nothing, for anything the scan or the lane declines: the caller then takes the general way."""
+    properties' dict and its encoding (tests/property/test_lane_scan.py). A message without an id
+    (as some 4.x clients send) gets the one ``lane_append`` makes, by ``_lanescan.keyless_fill``
+    after the lane's clock reading. None, having changed nothing, for anything the scan or the lane
+    declines: the caller then takes the general way."""
     context = _context(header.producer_group, endpoint.peer, header.queue_id)
     sender = ctx.broker.sender
     tail = sender.lane_tail(context.producer_group)
@@ -187,11 +189,11 @@ def _scanned_one(
         return None
     scan = _LANESCAN.one_scan(
         request.body, text, tail, limits.body_bytes_max, limits.tag_bytes_max, limits.keys_count_max,
-        limits.key_bytes_max, limits.property_count_max, limits.properties_bytes_max,
+        limits.key_bytes_max, limits.property_count_max, limits.properties_bytes_max, True,
     )  # fmt: skip
     if scan is None:
         return None
-    appended = sender.lane_one(header.topic, scan, context, True)
+    appended = sender.lane_one(header.topic, scan, context, True, _LANESCAN.keyless_fill, tail)
     if appended is None:
         return None
 
@@ -275,24 +277,37 @@ async def _send_general(
     return make_response(request, ResponseCode.SUCCESS, ext_fields=_response_fields(results))
 
 
-_CONTEXTS: Final[dict[tuple[str, str, int], SendContext]] = {}  # Final: a C static, no dict read
+# peer -> producer group -> queue id -> context (three lookups by str, str and int: no tuple key to
+# build and hash per request); _CONTEXT_COUNT[0] contexts kept, up to _CONTEXTS_MAX
+_CONTEXTS: Final[dict[str, dict[str, dict[int, SendContext]]]] = {}
+_CONTEXT_COUNT: Final = [0]
 _CONTEXTS_MAX: Final = 4096
 
 
 def _context(producer_group: str, peer: str, queue_id: int) -> SendContext:
     """The send's context; a frozen value, shared by every send with the same three fields (a
     producer repeats them on every request)."""
-    key = (producer_group, peer, queue_id)
-    context = _CONTEXTS.get(key)
-    if context is None:
-        context = SendContext(
-            producer_group=producer_group or None,
-            born_host=peer,
-            queue_id=queue_id if queue_id >= 0 else None,
-        )
-        if len(_CONTEXTS) >= _CONTEXTS_MAX:
-            _CONTEXTS.clear()
-        _CONTEXTS[key] = context
+    groups = _CONTEXTS.get(peer)
+    if groups is not None:
+        queues = groups.get(producer_group)
+        if queues is not None:
+            context = queues.get(queue_id)
+            if context is not None:
+                return context
+    return _new_context(producer_group, peer, queue_id)
+
+
+def _new_context(producer_group: str, peer: str, queue_id: int) -> SendContext:
+    context = SendContext(
+        producer_group=producer_group or None,
+        born_host=peer,
+        queue_id=queue_id if queue_id >= 0 else None,
+    )
+    if _CONTEXT_COUNT[0] >= _CONTEXTS_MAX:
+        _CONTEXTS.clear()
+        _CONTEXT_COUNT[0] = 0
+    _CONTEXTS.setdefault(peer, {}).setdefault(producer_group, {})[queue_id] = context
+    _CONTEXT_COUNT[0] += 1
     return context
 
 
