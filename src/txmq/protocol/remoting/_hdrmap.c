@@ -108,15 +108,61 @@ static PyObject *text(const unsigned char *p, Py_ssize_t n)
     return s;
 }
 
-static PyObject *fail(PyObject *result)
+/* The extFields pairs of d[pos:end] as a new dict (binary_map's and binary_frame's one reading); NULL
+ * with no error set when they do not parse (or their text is not UTF-8), NULL with an error set when
+ * out of memory. The pairs are counted and bounds-checked first, so the dict is made at its size and a
+ * map that does not parse allocates nothing. */
+static PyObject *map_range(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end)
 {
-    Py_XDECREF(result);
-    if (PyErr_Occurred()) {
-        if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
-            return NULL; /* out of memory: raised as is */
-        PyErr_Clear();
+    Py_ssize_t pairs = 0;
+    for (Py_ssize_t at = pos; at < end; pairs++) {
+        if (end - at < 2)
+            return NULL;
+        Py_ssize_t k = (Py_ssize_t)(int16_t)(((unsigned)d[at] << 8) | d[at + 1]);
+        at += 2;
+        if (k < 0 || k > end - at || end - at - k < 4)
+            return NULL;
+        at += k;
+        Py_ssize_t v = (Py_ssize_t)(int32_t)(((uint32_t)d[at] << 24) | ((uint32_t)d[at + 1] << 16) |
+                                             ((uint32_t)d[at + 2] << 8) | (uint32_t)d[at + 3]);
+        at += 4;
+        if (v < 0 || v > end - at)
+            return NULL;
+        at += v;
     }
-    Py_RETURN_NONE;
+#if PY_VERSION_HEX < 0x030D0000
+    PyObject *result = pairs > 5 ? _PyDict_NewPresized(pairs) : PyDict_New();
+#else
+    PyObject *result = PyDict_New();
+#endif
+    if (result == NULL)
+        return NULL;
+    while (pos < end) { /* the bounds were checked above */
+        Py_ssize_t key_size = (Py_ssize_t)(int16_t)(((unsigned)d[pos] << 8) | d[pos + 1]);
+        Py_ssize_t key_start = pos + 2;
+        pos = key_start + key_size;
+        Py_ssize_t value_size = (Py_ssize_t)(int32_t)(((uint32_t)d[pos] << 24) | ((uint32_t)d[pos + 1] << 16) |
+                                                      ((uint32_t)d[pos + 2] << 8) | (uint32_t)d[pos + 3]);
+        pos += 4;
+        PyObject *value = text(d + pos, value_size); /* the value first, as the reference decodes */
+        PyObject *key = value == NULL ? NULL : text(d + key_start, key_size);
+        if (key == NULL) {
+            Py_XDECREF(value);
+            Py_DECREF(result);
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+                PyErr_Clear();
+            return NULL;
+        }
+        int rc = PyDict_SetItem(result, key, value);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (rc < 0) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        pos += value_size;
+    }
+    return result;
 }
 
 static PyObject *py_binary_map(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -137,65 +183,9 @@ static PyObject *py_binary_map(PyObject *self, PyObject *const *args, Py_ssize_t
         Py_RETURN_NONE;
     const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     Py_ssize_t end = PyBytes_GET_SIZE(args[0]);
-    /* the pairs counted first, so the dict is made at its size (no resizes on the way); a map that
-     * does not parse is left to the reference before anything is allocated */
-    Py_ssize_t pairs = 0;
-    for (Py_ssize_t at = pos; at < end; pairs++) {
-        if (end - at < 2)
-            Py_RETURN_NONE;
-        Py_ssize_t k = (Py_ssize_t)(int16_t)(((unsigned)d[at] << 8) | d[at + 1]);
-        at += 2;
-        if (k < 0 || k > end - at || end - at - k < 4)
-            Py_RETURN_NONE;
-        at += k;
-        Py_ssize_t v = (Py_ssize_t)(int32_t)(((uint32_t)d[at] << 24) | ((uint32_t)d[at + 1] << 16) |
-                                             ((uint32_t)d[at + 2] << 8) | (uint32_t)d[at + 3]);
-        at += 4;
-        if (v < 0 || v > end - at)
-            Py_RETURN_NONE;
-        at += v;
-    }
-#if PY_VERSION_HEX < 0x030D0000
-    PyObject *result = pairs > 5 ? _PyDict_NewPresized(pairs) : PyDict_New();
-#else
-    PyObject *result = PyDict_New();
-#endif
-    if (result == NULL)
-        return NULL;
-    while (pos < end) {
-        if (end - pos < 2)
-            return fail(result);
-        Py_ssize_t key_size = (Py_ssize_t)(int16_t)(((unsigned)d[pos] << 8) | d[pos + 1]);
-        pos += 2;
-        if (key_size < 0 || key_size > end - pos)
-            return fail(result);
-        Py_ssize_t key_start = pos;
-        pos += key_size;
-        if (end - pos < 4)
-            return fail(result);
-        int32_t raw = (int32_t)(((uint32_t)d[pos] << 24) | ((uint32_t)d[pos + 1] << 16) |
-                                ((uint32_t)d[pos + 2] << 8) | (uint32_t)d[pos + 3]);
-        Py_ssize_t value_size = (Py_ssize_t)raw;
-        pos += 4;
-        if (value_size < 0 || value_size > end - pos)
-            return fail(result);
-        PyObject *value = text(d + pos, value_size); /* the value first, as the reference decodes */
-        if (value == NULL)
-            return fail(result);
-        PyObject *key = text(d + key_start, key_size);
-        if (key == NULL) {
-            Py_DECREF(value);
-            return fail(result);
-        }
-        int rc = PyDict_SetItem(result, key, value);
-        Py_DECREF(key);
-        Py_DECREF(value);
-        if (rc < 0) {
-            Py_DECREF(result);
-            return NULL;
-        }
-        pos += value_size;
-    }
+    PyObject *result = map_range(d, pos, end);
+    if (result == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE; /* not a map, or not UTF-8: the reference decides */
     return result;
 }
 
@@ -550,61 +540,6 @@ static PyObject *py_binary_request(PyObject *self, PyObject *const *args, Py_ssi
 }
 
 /* ------------------------------------------------------------------ a whole ROCKETMQ frame */
-
-/* The extFields pairs of d[pos:end] as a new dict, as py_binary_map reads them; NULL with no error
- * set when they do not parse (or their text is not UTF-8), NULL with an error set when out of memory. */
-static PyObject *map_range(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end)
-{
-    Py_ssize_t pairs = 0;
-    for (Py_ssize_t at = pos; at < end; pairs++) {
-        if (end - at < 2)
-            return NULL;
-        Py_ssize_t k = (Py_ssize_t)(int16_t)(((unsigned)d[at] << 8) | d[at + 1]);
-        at += 2;
-        if (k < 0 || k > end - at || end - at - k < 4)
-            return NULL;
-        at += k;
-        Py_ssize_t v = (Py_ssize_t)(int32_t)(((uint32_t)d[at] << 24) | ((uint32_t)d[at + 1] << 16) |
-                                             ((uint32_t)d[at + 2] << 8) | (uint32_t)d[at + 3]);
-        at += 4;
-        if (v < 0 || v > end - at)
-            return NULL;
-        at += v;
-    }
-#if PY_VERSION_HEX < 0x030D0000
-    PyObject *result = pairs > 5 ? _PyDict_NewPresized(pairs) : PyDict_New();
-#else
-    PyObject *result = PyDict_New();
-#endif
-    if (result == NULL)
-        return NULL;
-    while (pos < end) { /* the bounds were checked above */
-        Py_ssize_t key_size = (Py_ssize_t)(int16_t)(((unsigned)d[pos] << 8) | d[pos + 1]);
-        Py_ssize_t key_start = pos + 2;
-        pos = key_start + key_size;
-        Py_ssize_t value_size = (Py_ssize_t)(int32_t)(((uint32_t)d[pos] << 24) | ((uint32_t)d[pos + 1] << 16) |
-                                                      ((uint32_t)d[pos + 2] << 8) | (uint32_t)d[pos + 3]);
-        pos += 4;
-        PyObject *value = text(d + pos, value_size); /* the value first, as the reference decodes */
-        PyObject *key = value == NULL ? NULL : text(d + key_start, key_size);
-        if (key == NULL) {
-            Py_XDECREF(value);
-            Py_DECREF(result);
-            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
-                PyErr_Clear();
-            return NULL;
-        }
-        int rc = PyDict_SetItem(result, key, value);
-        Py_DECREF(key);
-        Py_DECREF(value);
-        if (rc < 0) {
-            Py_DECREF(result);
-            return NULL;
-        }
-        pos += value_size;
-    }
-    return result;
-}
 
 static inline int32_t be32(const unsigned char *p)
 {
