@@ -418,23 +418,43 @@ class PopService:
         if not expired:
             return 0
         policy = self.policy(group)
-        for offset, entry in expired:
-            del state.inflight[offset]
-            self._inflight_count[group] = max(0, self._inflight_count.get(group, 0) - 1)
-            record = self._store.read(entry.physical_offset)
-            decoded = props.decode(record.properties)
-            if entry.attempt >= policy.max_attempts:
-                await self._dead_letter(group, record, decoded, entry.attempt)
-                state.fifo_attempts.pop(offset, None)
-                self._finish(group, topic, queue_id, state, offset)
-            elif policy.fifo:
-                state.fifo_attempts[offset] = entry.attempt
-                state.fifo_pending[offset] = entry.message_group
-                self._release(topic)  # redelivered in place: no arrival will announce it
-            else:
-                await self._revive(group, record, decoded, entry.attempt)
-                self._finish(group, topic, queue_id, state, offset)
+        for position, (offset, entry) in enumerate(expired):
+            try:
+                await self._expire_one(group, topic, queue_id, state, policy, offset, entry)
+            except BaseException:
+                # the move failed (store fenced, disk full, a write error): this message and the
+                # ones after it stay in flight, due again at the next tick. Dropping them here left
+                # an offset neither in flight nor done, which no scan or restart delivers again.
+                for later_offset, later in expired[position:]:
+                    state.schedule(later_offset, later)
+                raise
         return len(expired)
+
+    async def _expire_one(
+        self, group: str, topic: str, queue_id: int, state: QueueState, policy: GroupPolicy,
+        offset: int, entry: InFlight,
+    ) -> None:  # fmt: skip
+        """Revive, dead-letter or (FIFO) hold for redelivery one expired message; it leaves the
+        in-flight set only once its copy is stored."""
+        if policy.fifo and entry.attempt < policy.max_attempts:
+            self._drop_inflight(group, state, offset)
+            state.fifo_attempts[offset] = entry.attempt
+            state.fifo_pending[offset] = entry.message_group
+            self._release(topic)  # redelivered in place: no arrival will announce it
+            return
+        record = self._store.read(entry.physical_offset)
+        decoded = props.decode(record.properties)
+        if entry.attempt >= policy.max_attempts:
+            await self._dead_letter(group, record, decoded, entry.attempt)
+            state.fifo_attempts.pop(offset, None)
+        else:
+            await self._revive(group, record, decoded, entry.attempt)
+        self._drop_inflight(group, state, offset)
+        self._finish(group, topic, queue_id, state, offset)
+
+    def _drop_inflight(self, group: str, state: QueueState, offset: int) -> None:
+        del state.inflight[offset]
+        self._inflight_count[group] = max(0, self._inflight_count.get(group, 0) - 1)
 
     async def forward_to_dlq(self, group: str, handle: str) -> None:
         _receipt, entry = self.lookup(group, handle)
