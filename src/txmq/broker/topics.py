@@ -111,8 +111,21 @@ class TopicRegistry:
         config = TopicConfig(name=name, queues=count, message_type=message_type, perm=perm, system=system)
         if existing != config:
             self._topics[name] = config
-            self._save()
+            self._save_or_undo(name, existing)
         return config
+
+    def _save_or_undo(self, name: str, before: TopicConfig | None) -> None:
+        """Persist the registry after ``name`` changed; if that fails, put ``name`` back as it was
+        (``before``; None: absent), so memory never holds a topic the file lacks. A retry topic that
+        lived only in memory after a failed save got messages no restart could find again."""
+        try:
+            self._save()
+        except BaseException:
+            if before is None:
+                self._topics.pop(name, None)
+            else:
+                self._topics[name] = before
+            raise
 
     def delete(self, name: str) -> None:
         config = self._topics.get(name)
@@ -121,7 +134,7 @@ class TopicRegistry:
         if config.system or names.is_system_topic(name):
             raise errors.Forbidden(f"{name} is a system topic and cannot be deleted")
         del self._topics[name]
-        self._save()
+        self._save_or_undo(name, config)
 
     def resolve(self, name: str, *, for_write: bool, message_type: MessageType | None = None) -> TopicConfig:
         """The topic a client addresses, auto-created if allowed; checks permission and message type."""
